@@ -1,0 +1,223 @@
+//! The streaming OpenAI-compatible client: sends one request, records every SSE event with its
+//! arrival time on the monotonic clock, and classifies whatever goes wrong. It counts nothing:
+//! turning events into token counts and rates is the job of [`crate::metrics`] and the runner.
+
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::pass::{EventRecord, RunError};
+use crate::sse::SseParser;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Completions,
+}
+
+impl Api {
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+}
+
+/// Request parameters shared by every run of a pass.
+#[derive(Debug, Clone)]
+pub struct RequestConfig {
+    pub api: Api,
+    pub model: String,
+    pub temperature: f64,
+    pub seed: Option<u64>,
+    /// Sent only when the user asks for it: it changes what the engine does.
+    pub ignore_eos: bool,
+    pub min_tokens: Option<u64>,
+    /// Merged last into every request body (engine-specific fields).
+    pub extra: Option<Value>,
+    pub first_token_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
+impl RequestConfig {
+    pub fn body(&self, prompt: &str, max_tokens: u64) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "temperature": self.temperature,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        match self.api {
+            Api::Chat => body["messages"] = json!([{"role": "user", "content": prompt}]),
+            Api::Completions => body["prompt"] = json!(prompt),
+        }
+        if let Some(seed) = self.seed {
+            body["seed"] = json!(seed);
+        }
+        if self.ignore_eos {
+            body["ignore_eos"] = json!(true);
+        }
+        if let Some(min_tokens) = self.min_tokens {
+            body["min_tokens"] = json!(min_tokens);
+        }
+        if let Some(Value::Object(extra)) = &self.extra {
+            for (key, value) in extra {
+                body[key] = value.clone();
+            }
+        }
+        body
+    }
+}
+
+/// What came back from one streamed request.
+#[derive(Debug, Default)]
+pub struct StreamOutcome {
+    pub events: Vec<EventRecord>,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Value>,
+    pub timings: Option<Value>,
+    pub http_status: Option<u16>,
+    pub error: Option<RunError>,
+}
+
+fn error(class: &str, message: impl Into<String>) -> Option<RunError> {
+    Some(RunError { class: class.to_owned(), message: message.into() })
+}
+
+/// Error classes (docs/raw-format.md): `connect`, `request`, `http-<status>`,
+/// `first-token-timeout`, `idle-timeout`, `stream-broken`, `incomplete-stream`,
+/// `malformed-event`, `server-error`.
+pub async fn stream_request(
+    http: &reqwest::Client,
+    url: &str,
+    api_key: Option<&str>,
+    config: &RequestConfig,
+    body: &Value,
+) -> StreamOutcome {
+    let mut outcome = StreamOutcome::default();
+    let mut request = http.post(url).json(body);
+    if let Some(key) = api_key {
+        request = request.bearer_auth(key);
+    }
+    let started = Instant::now();
+    let first_token_deadline = started + config.first_token_timeout;
+
+    let response = match tokio::time::timeout_at(first_token_deadline, request.send()).await {
+        Err(_) => {
+            outcome.error = error("first-token-timeout", "no response headers before the first-token timeout");
+            return outcome;
+        }
+        Ok(Err(e)) => {
+            let class = if e.is_connect() { "connect" } else { "request" };
+            outcome.error = error(class, error_chain(&e));
+            return outcome;
+        }
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    outcome.http_status = Some(status.as_u16());
+    if !status.is_success() {
+        let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
+        let body = text.ok().and_then(Result::ok).unwrap_or_default();
+        outcome.error = error(&format!("http-{}", status.as_u16()), truncate(&body, 2000));
+        return outcome;
+    }
+
+    let mut parser = SseParser::new();
+    let mut stream = response.bytes_stream();
+    let mut saw_token = false;
+    let mut done = false;
+    while !done {
+        let deadline = if saw_token { Instant::now() + config.idle_timeout } else { first_token_deadline };
+        let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => {
+                let (class, what) = if saw_token {
+                    ("idle-timeout", "the stream went silent for longer than the idle timeout")
+                } else {
+                    ("first-token-timeout", "no token before the first-token timeout")
+                };
+                outcome.error = error(class, what);
+                return outcome;
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                outcome.error = error("stream-broken", error_chain(&e));
+                return outcome;
+            }
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        let t_ns = started.elapsed().as_nanos() as u64;
+        for event in parser.feed(&chunk) {
+            if event.data.trim() == "[DONE]" {
+                done = true;
+                break;
+            }
+            let Ok(payload) = serde_json::from_str::<Value>(&event.data) else {
+                if outcome.error.is_none() {
+                    outcome.error = error("malformed-event", truncate(&event.data, 200));
+                }
+                continue;
+            };
+            let record = read_event(&payload, t_ns, event.wire_bytes, &mut outcome);
+            saw_token |= record.carries_tokens();
+            outcome.events.push(record);
+        }
+    }
+    if !done && outcome.finish_reason.is_none() && outcome.error.is_none() {
+        outcome.error = error("incomplete-stream", "the stream ended without a finish reason or [DONE]");
+    }
+    outcome
+}
+
+/// Reads one chunk object: its text, and any finish reason, usage, timings or error it carries.
+fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> EventRecord {
+    let choice = payload.pointer("/choices/0");
+    let text_of = |pointer: &str| choice.and_then(|c| c.pointer(pointer)).and_then(Value::as_str).unwrap_or("");
+    let text = [text_of("/delta/content"), text_of("/text")].concat();
+    // Servers disagree on the field name for reasoning text.
+    let reasoning = [text_of("/delta/reasoning_content"), text_of("/delta/reasoning")].concat();
+    if let Some(reason) = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str) {
+        outcome.finish_reason = Some(reason.to_owned());
+    }
+    if let Some(usage) = payload.get("usage").filter(|u| u.is_object()) {
+        outcome.usage = Some(usage.clone());
+    }
+    if let Some(timings) = payload.get("timings").filter(|t| t.is_object()) {
+        outcome.timings = Some(timings.clone());
+    }
+    if let Some(err) = payload.get("error").filter(|e| !e.is_null()) {
+        let message = err.get("message").and_then(Value::as_str).map_or_else(|| err.to_string(), str::to_owned);
+        outcome.error = error("server-error", message);
+    }
+    EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning }
+}
+
+/// An error and its causes on one line: reqwest's top-level message alone hides the cause.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}

@@ -1,0 +1,18 @@
+//! The harness: everything that touches a server or the disk while a pass is measured.
+//!
+//! It drives OpenAI-compatible servers ([`client`], [`runner`]), serves the reference engine
+//! ([`sim`]), records provenance ([`provenance`]) and owns the raw pass format ([`pass`]).
+//! It computes no statistics: a run's own figures ([`metrics`]) are all it derives, so that
+//! analysis can be redone from the raw runs at any time.
+
+pub mod client;
+pub mod corpus;
+pub mod metrics;
+pub mod pass;
+pub mod probe;
+pub mod progress;
+pub mod provenance;
+pub mod runner;
+pub mod sim;
+pub mod sse;
+pub mod tokens;

@@ -1,0 +1,383 @@
+//! `benchpass`: the command line. Arguments become typed options here; the library never sees clap.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand, ValueEnum};
+use harness::client::{Api, RequestConfig};
+use harness::pass::{PassStatus, Workload};
+use harness::progress::ProgressMode;
+use harness::runner::{run_pass, RunOptions};
+use harness::sim::SimProfile;
+
+/// Reproducible benchmarks of local LLM inference servers (any OpenAI-compatible server).
+///
+/// Point `benchpass run` at a running server to record a raw pass (every stream event, with
+/// its arrival time) on disk; `benchpass sim` is a reference server with a known token
+/// schedule; `export` and `import` move runs in and out as CSV.
+#[derive(Parser)]
+#[command(name = "benchpass", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Run(RunArgs),
+    Sim(SimArgs),
+    Export(ExportArgs),
+    Import(ImportArgs),
+}
+
+/// Benchmark a running OpenAI-compatible server and write a raw pass.
+///
+/// Example: benchpass run --url http://127.0.0.1:8080 --model qwen3-8b --engine llama.cpp \
+///   --weights ~/models/qwen3-8b-q4_k_m.gguf --prompt-tokens 128 --prompt-tokens 2048 --runs 3
+///
+/// Without --prompt-tokens the workload is `sustained` (one short prose prompt, decode until
+/// the cap); with it, `prompt-matrix` (a prompt cut from real prose to each size).
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct RunArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine).
+    #[arg(long)]
+    url: String,
+    /// The model id to request (as the server knows it).
+    #[arg(long)]
+    model: String,
+    /// Engine name for the record, e.g. llama.cpp, vllm, mlx-lm.
+    #[arg(long, default_value = "openai-compatible")]
+    engine: String,
+    /// Engine version; when absent, asked of the server (/version, /api/version, /props).
+    #[arg(long)]
+    engine_version: Option<String>,
+    /// The engine executable, to record its SHA-256.
+    #[arg(long, value_name = "PATH")]
+    engine_path: Option<PathBuf>,
+    /// A weight file or folder to hash (SHA-256 of every file, cached by path, size, mtime).
+    #[arg(long, value_name = "PATH")]
+    weights: Option<PathBuf>,
+    /// Where the weight-hash cache lives [default: ~/.cache/benchpass/weight-hashes.json].
+    #[arg(long, value_name = "FILE")]
+    hash_cache: Option<PathBuf>,
+    /// Server path: `text`, or e.g. `vision`, `spec` for a lane with speculation.
+    #[arg(long, default_value = "text")]
+    lane: String,
+    /// Workload name recorded with each run [default: sustained, or prompt-matrix with --prompt-tokens].
+    #[arg(long, value_enum)]
+    workload: Option<WorkloadArg>,
+    /// Measured runs per prompt target.
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    /// Warmup runs per prompt target (recorded, marked as warmups).
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Token cap per request.
+    #[arg(long, default_value_t = 256)]
+    max_tokens: u64,
+    /// Prompt-size target in tokens; repeat for several (e.g. 128, 2048, 8192).
+    #[arg(long = "prompt-tokens", value_name = "N")]
+    prompt_tokens: Vec<u64>,
+    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
+    api: ApiArg,
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Ask the server to ignore EOS (llama.cpp, vLLM): every run then reaches the cap.
+    #[arg(long)]
+    ignore_eos: bool,
+    /// Ask for at least this many tokens (vLLM's `min_tokens`).
+    #[arg(long, value_name = "N")]
+    min_tokens: Option<u64>,
+    /// JSON object merged into every request body, e.g. '{"reasoning_effort":"none"}'.
+    #[arg(long, value_name = "JSON")]
+    extra: Option<String>,
+    /// Parallel streams.
+    #[arg(long, default_value_t = 1)]
+    concurrency: u32,
+    /// Environment variable that holds the API key (the key is never written anywhere).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// Seconds to wait for the first token before recording the run as failed.
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    first_token_timeout: f64,
+    /// Seconds of silence mid-stream before recording the run as failed.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    idle_timeout: f64,
+    /// The pass folder to create [default: data/passes/<pass id>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// [default: <date>-<time>-<engine>]
+    #[arg(long)]
+    pass_id: Option<String>,
+    /// `auto`: a bar on a terminal, one line per run otherwise.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    progress: ProgressArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WorkloadArg {
+    Sustained,
+    PromptMatrix,
+    PpTg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ApiArg {
+    Chat,
+    Completions,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProgressArg {
+    Auto,
+    Plain,
+    Quiet,
+}
+
+/// Serve the reference engine: an OpenAI-compatible server with a known token schedule.
+///
+/// It prints `benchpass sim listening on http://ADDR` once it accepts connections.
+/// Flags override the profile's values. Token i of a reply is due at
+/// TTFT + i / decode rate, where TTFT = base latency + prompt tokens / prefill rate.
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct SimArgs {
+    /// Address to listen on; loopback unless you say otherwise.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+    /// Port; 0 picks a free one (read it from the printed line).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// A preset (default, llama-cpp, spec-decode, no-usage, eos) or a JSON profile file.
+    #[arg(long, default_value = "default")]
+    profile: String,
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long, value_name = "MS")]
+    base_latency_ms: Option<f64>,
+    #[arg(long, value_name = "TOK/S")]
+    prefill_tps: Option<f64>,
+    #[arg(long, value_name = "TOK/S")]
+    decode_tps: Option<f64>,
+    /// Tokens per stream event after the first (k > 1: speculative-decoding bursts).
+    #[arg(long, value_name = "K")]
+    tokens_per_event: Option<u64>,
+    /// Do not send a role-only first event.
+    #[arg(long)]
+    no_role_event: bool,
+    /// Reach EOS after N tokens (unless the request sets ignore_eos).
+    #[arg(long, value_name = "N")]
+    eos_after: Option<u64>,
+    /// The first N tokens come as reasoning_content.
+    #[arg(long, value_name = "N")]
+    reasoning_tokens: Option<u64>,
+    /// Never send usage.
+    #[arg(long)]
+    no_usage: bool,
+    /// Attach llama.cpp's `timings` object (holding the schedule's truth).
+    #[arg(long)]
+    timings: bool,
+    /// Do not serve POST /tokenize.
+    #[arg(long)]
+    no_tokenize: bool,
+    /// Relative jitter on rates per request, e.g. 0.05 for ±5% (seeded).
+    #[arg(long)]
+    jitter: Option<f64>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Fault: stop sending after N tokens and hold the connection open.
+    #[arg(long, value_name = "N")]
+    stall_after_tokens: Option<u64>,
+    /// Fault: every Nth request answers HTTP 500.
+    #[arg(long, value_name = "N")]
+    fail_every: Option<u64>,
+    /// Use the timer wheel alone (up to ~1 ms late per event, but no spinning; for hundreds of streams).
+    #[arg(long)]
+    coarse_timer: bool,
+}
+
+/// Write a pass's runs as CSV (the columns are fixed; see docs/raw-format.md).
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// The pass folder (holding pass.json and runs.jsonl).
+    pass: PathBuf,
+    /// The CSV file to write; `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+/// Read runs from CSV into pass folders, one per pass_id: DIR/<pass_id>/.
+#[derive(clap::Args)]
+struct ImportArgs {
+    csv: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run_command(args),
+        Command::Sim(args) => sim_command(args),
+        Command::Export(args) => {
+            let pass = harness::pass::read_pass(&args.pass)?;
+            if let Some(torn) = &pass.torn_tail {
+                eprintln!(
+                    "warning: {}: line {} is cut short ({} bytes; the writer stopped mid-run); exported the runs before it",
+                    args.pass.join(harness::pass::RUNS_FILE).display(),
+                    torn.line,
+                    torn.bytes
+                );
+            }
+            if args.out.as_os_str() == "-" {
+                harness::pass::csv::export_runs(&pass, std::io::stdout().lock())?;
+            } else {
+                let file = std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+                harness::pass::csv::export_runs(&pass, std::io::BufWriter::new(file))?;
+                eprintln!("wrote {} runs to {}", pass.runs.len(), args.out.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import(args) => {
+            let dirs = harness::pass::csv::import_runs(&args.csv, &args.out)?;
+            for dir in dirs {
+                println!("{}", dir.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    anyhow::ensure!(value.is_finite() && value > 0.0, "--{flag} must be a positive number of seconds");
+    Ok(Duration::from_secs_f64(value))
+}
+
+fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
+    anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
+    let workload = match (args.workload, args.prompt_tokens.is_empty()) {
+        (None, true) => Workload::Sustained,
+        (None, false) => Workload::PromptMatrix,
+        (Some(WorkloadArg::Sustained), true) => Workload::Sustained,
+        (Some(WorkloadArg::Sustained), false) => anyhow::bail!("--workload sustained takes no --prompt-tokens"),
+        (Some(_), true) => anyhow::bail!("--workload prompt-matrix and pp-tg need at least one --prompt-tokens N"),
+        (Some(WorkloadArg::PromptMatrix), false) => Workload::PromptMatrix,
+        (Some(WorkloadArg::PpTg), false) => Workload::PpTg,
+    };
+    let extra = match &args.extra {
+        Some(text) => {
+            let value: serde_json::Value = serde_json::from_str(text).context("--extra is not valid JSON")?;
+            anyhow::ensure!(value.is_object(), "--extra must be a JSON object, e.g. '{{\"reasoning_effort\":\"none\"}}'");
+            Some(value)
+        }
+        None => None,
+    };
+    let options = RunOptions {
+        url: args.url,
+        engine: args.engine,
+        engine_version: args.engine_version,
+        engine_path: args.engine_path,
+        weights: args.weights,
+        hash_cache: args.hash_cache,
+        lane: args.lane,
+        workload,
+        runs: args.runs,
+        warmup: args.warmup,
+        max_tokens: args.max_tokens,
+        prompt_tokens: args.prompt_tokens,
+        concurrency: args.concurrency,
+        api_key_env: args.api_key_env,
+        request: RequestConfig {
+            api: match args.api {
+                ApiArg::Chat => Api::Chat,
+                ApiArg::Completions => Api::Completions,
+            },
+            model: args.model,
+            temperature: args.temperature,
+            seed: args.seed,
+            ignore_eos: args.ignore_eos,
+            min_tokens: args.min_tokens,
+            extra,
+            first_token_timeout: seconds("first-token-timeout", args.first_token_timeout)?,
+            idle_timeout: seconds("idle-timeout", args.idle_timeout)?,
+        },
+        out: args.out,
+        pass_id: args.pass_id,
+        progress: match args.progress {
+            ProgressArg::Auto => ProgressMode::Auto,
+            ProgressArg::Plain => ProgressMode::Plain,
+            ProgressArg::Quiet => ProgressMode::Quiet,
+        },
+    };
+    let summary = runtime()?.block_on(run_pass(options))?;
+    let source = summary.token_count_source.map_or("none", |s| s.as_str());
+    println!("{}", summary.dir.display());
+    eprintln!(
+        "{} runs recorded ({} failed, {} short-stopped); token counts from {source}",
+        summary.n_runs, summary.n_failed, summary.n_short
+    );
+    if source == "estimate" {
+        eprintln!("warning: the server sent no usage and has no tokenizer endpoint: token counts are estimates (4 characters a token)");
+    }
+    Ok(match summary.status {
+        PassStatus::Interrupted => {
+            eprintln!("interrupted: the runs above are on disk; pass.json says `interrupted`");
+            ExitCode::from(130)
+        }
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
+    let mut profile = SimProfile::load(&args.profile)?;
+    macro_rules! set {
+        ($($field:ident),*) => { $(if let Some(v) = args.$field { profile.$field = v; })* };
+    }
+    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed);
+    if args.eos_after.is_some() {
+        profile.eos_after = args.eos_after;
+    }
+    if args.stall_after_tokens.is_some() {
+        profile.stall_after_tokens = args.stall_after_tokens;
+    }
+    if args.fail_every.is_some() {
+        profile.fail_every = args.fail_every;
+    }
+    profile.role_event &= !args.no_role_event;
+    profile.usage &= !args.no_usage;
+    profile.timings |= args.timings;
+    profile.tokenize_endpoint &= !args.no_tokenize;
+    profile.precise_timer &= !args.coarse_timer;
+    profile.validate()?;
+    runtime()?.block_on(async {
+        let listener = harness::sim::bind(SocketAddr::new(args.host, args.port)).await?;
+        let addr = listener.local_addr()?;
+        println!("benchpass sim listening on http://{addr}");
+        use std::io::Write as _;
+        std::io::stdout().flush()?;
+        harness::sim::serve(profile, listener).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

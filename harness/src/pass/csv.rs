@@ -1,0 +1,292 @@
+//! Runs in and out as CSV, with the exact columns that other tools depend on. This is how
+//! results from other harnesses and older passes come in; export → import → export gives the
+//! same bytes.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::format::*;
+use super::store::{Pass, PassError, PassWriter};
+
+/// The columns, in this order. Changing them breaks every consumer: don't.
+pub const COLUMNS: [&str; 20] = [
+    "pass_id",
+    "machine",
+    "engine",
+    "engine_version",
+    "engine_sha256",
+    "model",
+    "build_sha256",
+    "lane",
+    "workload",
+    "target_prompt_tokens",
+    "prompt_tokens",
+    "max_tokens",
+    "completion_tokens",
+    "ttft_ms",
+    "decode_ms",
+    "finish_reason",
+    "warmup",
+    "rep",
+    "error",
+    "token_count_source",
+];
+
+/// Writes every run of `pass`, warmups and failures included, in the order they were recorded.
+pub fn export_runs(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(COLUMNS)?;
+    for run in &pass.runs {
+        let cell = pass
+            .cell(&run.cell)
+            .ok_or_else(|| anyhow::anyhow!("run names cell `{}` that pass.json does not list", run.cell))?;
+        let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
+        writer.write_record([
+            pass.info.pass_id.clone(),
+            pass.info.machine.name.clone(),
+            cell.engine.name.clone(),
+            cell.engine.version.clone(),
+            cell.engine.sha256.clone().unwrap_or_default(),
+            cell.model.clone(),
+            cell.build.sha256.clone().unwrap_or_default(),
+            cell.lane.clone(),
+            run.workload.as_str().to_owned(),
+            run.target_prompt_tokens.to_string(),
+            opt(run.prompt_tokens),
+            run.max_tokens.to_string(),
+            opt(run.completion_tokens),
+            ms(run.ttft_ms),
+            ms(run.decode_ms),
+            run.finish_reason.clone().unwrap_or_default(),
+            run.warmup.to_string(),
+            run.rep.to_string(),
+            run.error.as_ref().map(|e| e.class.clone()).unwrap_or_default(),
+            run.token_count_source.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+        ])?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{path}: {source}")]
+    Read { path: PathBuf, source: csv::Error },
+    #[error("{path}:1: missing column `{column}`; the header must name: {}", COLUMNS.join(", "))]
+    MissingColumn { path: PathBuf, column: &'static str },
+    #[error("{path}:{line}: column `{column}`: expected {expected}, found `{found}`")]
+    BadValue { path: PathBuf, line: u64, column: &'static str, expected: &'static str, found: String },
+    #[error("{path}:{line}: pass `{pass_id}` has machine `{found}` here but `{first}` earlier; a pass runs on one machine")]
+    MixedMachines { path: PathBuf, line: u64, pass_id: String, first: String, found: String },
+    #[error("{path}: no runs in the file")]
+    Empty { path: PathBuf },
+    #[error(transparent)]
+    Pass(#[from] PassError),
+}
+
+struct PassBuild {
+    pass_id: String,
+    machine: String,
+    cells: Vec<CellInfo>,
+    runs: Vec<RunRecord>,
+}
+
+/// Reads `csv_path` and writes one pass folder per `pass_id` under `out_dir`; returns them in
+/// the order the file first names them.
+pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
+    let path = csv_path.to_owned();
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_path(csv_path)
+        .map_err(|source| ImportError::Read { path: path.clone(), source })?;
+    let headers = reader.headers().map_err(|source| ImportError::Read { path: path.clone(), source })?.clone();
+    let index: HashMap<&str, usize> = headers.iter().enumerate().map(|(i, h)| (h, i)).collect();
+    let mut columns = HashMap::new();
+    for column in COLUMNS {
+        match index.get(column) {
+            Some(&i) => {
+                columns.insert(column, i);
+            }
+            None if column == "token_count_source" => {}
+            None => return Err(ImportError::MissingColumn { path, column }),
+        }
+    }
+
+    let mut passes: Vec<PassBuild> = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|source| ImportError::Read { path: path.clone(), source })?;
+        let line = record.position().map_or(0, |p| p.line());
+        let row = Row { path: &path, line, record: &record, columns: &columns };
+        let pass_id = row.text("pass_id")?;
+        if pass_id.is_empty() {
+            return Err(row.bad("pass_id", "a pass id"));
+        }
+        let machine = row.text("machine")?;
+        let at = match passes.iter().position(|p| p.pass_id == pass_id) {
+            Some(at) => at,
+            None => {
+                passes.push(PassBuild { pass_id: pass_id.clone(), machine: machine.clone(), cells: vec![], runs: vec![] });
+                passes.len() - 1
+            }
+        };
+        let build = &mut passes[at];
+        if build.machine != machine {
+            return Err(ImportError::MixedMachines {
+                path,
+                line,
+                pass_id,
+                first: build.machine.clone(),
+                found: machine,
+            });
+        }
+        let cell = CellInfo {
+            id: String::new(),
+            engine: EngineInfo {
+                name: row.text("engine")?,
+                version: row.text("engine_version")?,
+                version_source: "imported".to_owned(),
+                sha256: row.optional_text("engine_sha256")?,
+                url: None,
+            },
+            model: row.text("model")?,
+            lane: row.text("lane")?,
+            build: BuildInfo { sha256: row.optional_text("build_sha256")?, files: vec![] },
+        };
+        let cell_id = match build.cells.iter().find(|c| same_cell(c, &cell)) {
+            Some(existing) => existing.id.clone(),
+            None => {
+                let id = format!("c{}", build.cells.len());
+                build.cells.push(CellInfo { id: id.clone(), ..cell });
+                id
+            }
+        };
+        build.runs.push(row.run(cell_id)?);
+    }
+    if passes.is_empty() {
+        return Err(ImportError::Empty { path });
+    }
+
+    let file_name = csv_path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let mut written = Vec::new();
+    for build in passes {
+        let dir = out_dir.join(&build.pass_id);
+        let info = PassInfo {
+            schema_version: SCHEMA_VERSION,
+            pass_id: build.pass_id,
+            status: PassStatus::Imported,
+            started_at: String::new(),
+            finished_at: None,
+            benchpass: crate::provenance::benchpass_info(),
+            machine: MachineInfo { name: build.machine, ..MachineInfo::default() },
+            cells: build.cells,
+            request: None,
+            harness_cpu_seconds: None,
+            imported_from: file_name.clone(),
+        };
+        let mut writer = PassWriter::create(&dir, &info)?;
+        for run in &build.runs {
+            writer.append(run)?;
+        }
+        written.push(dir);
+    }
+    Ok(written)
+}
+
+fn same_cell(a: &CellInfo, b: &CellInfo) -> bool {
+    (&a.engine.name, &a.engine.version, &a.engine.sha256, &a.model, &a.build.sha256, &a.lane)
+        == (&b.engine.name, &b.engine.version, &b.engine.sha256, &b.model, &b.build.sha256, &b.lane)
+}
+
+struct Row<'a> {
+    path: &'a Path,
+    line: u64,
+    record: &'a csv::StringRecord,
+    columns: &'a HashMap<&'static str, usize>,
+}
+
+impl Row<'_> {
+    fn raw(&self, column: &'static str) -> Option<&str> {
+        self.columns.get(column).map(|&i| self.record.get(i).unwrap_or(""))
+    }
+
+    fn bad(&self, column: &'static str, expected: &'static str) -> ImportError {
+        ImportError::BadValue {
+            path: self.path.to_owned(),
+            line: self.line,
+            column,
+            expected,
+            found: self.raw(column).unwrap_or("").to_owned(),
+        }
+    }
+
+    fn text(&self, column: &'static str) -> Result<String, ImportError> {
+        Ok(self.raw(column).unwrap_or("").to_owned())
+    }
+
+    fn optional_text(&self, column: &'static str) -> Result<Option<String>, ImportError> {
+        Ok(self.raw(column).filter(|s| !s.is_empty()).map(str::to_owned))
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, column: &'static str, expected: &'static str) -> Result<Option<T>, ImportError> {
+        match self.raw(column).filter(|s| !s.is_empty()) {
+            None => Ok(None),
+            Some(s) => s.parse().map(Some).map_err(|_| self.bad(column, expected)),
+        }
+    }
+
+    fn required<T: std::str::FromStr>(&self, column: &'static str, expected: &'static str) -> Result<T, ImportError> {
+        self.parsed(column, expected)?.ok_or_else(|| self.bad(column, expected))
+    }
+
+    fn millis(&self, column: &'static str) -> Result<Option<f64>, ImportError> {
+        const EXPECTED: &str = "milliseconds as a non-negative number (e.g. 123.456), or empty";
+        match self.parsed::<f64>(column, EXPECTED)? {
+            Some(v) if !(v.is_finite() && v >= 0.0) => Err(self.bad(column, EXPECTED)),
+            v => Ok(v),
+        }
+    }
+
+    fn run(&self, cell: String) -> Result<RunRecord, ImportError> {
+        let workload = Workload::parse(self.raw("workload").unwrap_or(""))
+            .ok_or_else(|| self.bad("workload", "one of sustained, prompt-matrix, pp-tg"))?;
+        let warmup = match self.raw("warmup").unwrap_or("") {
+            "true" | "1" => true,
+            "false" | "0" | "" => false,
+            _ => return Err(self.bad("warmup", "true or false")),
+        };
+        let token_count_source = match self.raw("token_count_source") {
+            // The column is optional: files from before it existed counted from usage.
+            None => Some(TokenCountSource::Usage),
+            Some("") => None,
+            Some(s) => Some(
+                TokenCountSource::parse(s)
+                    .ok_or_else(|| self.bad("token_count_source", "one of usage, tokenizer, estimate"))?,
+            ),
+        };
+        const COUNT: &str = "a whole number of tokens, or empty";
+        Ok(RunRecord {
+            cell,
+            workload,
+            target_prompt_tokens: self.required("target_prompt_tokens", "a whole number of tokens (0 for sustained)")?,
+            rep: self.required("rep", "the repetition index, a whole number")?,
+            warmup,
+            max_tokens: self.required("max_tokens", "the token cap, a whole number")?,
+            concurrency: 1,
+            started_unix_ms: 0,
+            prompt_sha256: None,
+            prompt_tokens: self.parsed("prompt_tokens", COUNT)?,
+            completion_tokens: self.parsed("completion_tokens", COUNT)?,
+            token_count_source,
+            ttft_ms: self.millis("ttft_ms")?,
+            decode_ms: self.millis("decode_ms")?,
+            finish_reason: self.optional_text("finish_reason")?,
+            http_status: None,
+            error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
+            usage: None,
+            timings: None,
+            events: vec![],
+        })
+    }
+}

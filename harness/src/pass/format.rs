@@ -1,0 +1,264 @@
+//! The raw pass format: `pass.json` (provenance, written once and finalised at the end) and
+//! `runs.jsonl` (one [`RunRecord`] per line, appended as runs finish). docs/raw-format.md is
+//! the user-facing description; change both together and bump [`SCHEMA_VERSION`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Bumped on any change a reader of older passes would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassInfo {
+    pub schema_version: u32,
+    pub pass_id: String,
+    pub status: PassStatus,
+    /// UTC, RFC 3339; empty for imported passes that did not carry it.
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    pub benchpass: BenchpassInfo,
+    pub machine: MachineInfo,
+    pub cells: Vec<CellInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestParams>,
+    /// CPU time benchpass itself used during the pass (user + system), where the OS tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_cpu_seconds: Option<f64>,
+    /// The CSV file a pass came from when it was imported rather than measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PassStatus {
+    /// Being written, or the writer died (a crash leaves this).
+    Running,
+    Complete,
+    /// Stopped by the user (Ctrl-C) before every run was done.
+    Interrupted,
+    Imported,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchpassInfo {
+    pub version: String,
+    /// The commit benchpass was built from, when it was built from a git checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    /// Host name, or the `machine` column of an imported CSV.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+/// One engine + build + model + lane: the unit a table shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellInfo {
+    pub id: String,
+    pub engine: EngineInfo,
+    pub model: String,
+    pub lane: String,
+    pub build: BuildInfo,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineInfo {
+    pub name: String,
+    /// As the server reported it, or as the user gave it; empty when neither.
+    pub version: String,
+    /// Where `version` came from: `user`, an endpoint such as `GET /version`, or `unknown`.
+    pub version_source: String,
+    /// SHA-256 of the engine executable, when benchpass was told where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// The folded build hash (see docs/raw-format.md); absent when no weights were hashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<WeightFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WeightFile {
+    /// Relative to the hashed folder, or the file name when a single file was hashed.
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The request parameters of a pass driven from the command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestParams {
+    pub api: String,
+    pub temperature: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    pub max_tokens: u64,
+    pub ignore_eos: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<u64>,
+    pub concurrency: u32,
+    pub warmup: u32,
+    pub runs: u32,
+    pub workload: Workload,
+    pub prompt_tokens: Vec<u64>,
+    pub first_token_timeout_s: f64,
+    pub idle_timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Sustained,
+    PromptMatrix,
+    PpTg,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 3] = [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Workload::Sustained => "sustained",
+            Workload::PromptMatrix => "prompt-matrix",
+            Workload::PpTg => "pp-tg",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenCountSource {
+    /// The server's `usage` object.
+    Usage,
+    /// The server's tokenizer endpoint (llama.cpp `POST /tokenize`) applied to the text.
+    Tokenizer,
+    /// Four characters per token: a guess, and marked as one.
+    Estimate,
+}
+
+impl TokenCountSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenCountSource::Usage => "usage",
+            TokenCountSource::Tokenizer => "tokenizer",
+            TokenCountSource::Estimate => "estimate",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TokenCountSource> {
+        [TokenCountSource::Usage, TokenCountSource::Tokenizer, TokenCountSource::Estimate]
+            .into_iter()
+            .find(|t| t.as_str() == s)
+    }
+}
+
+/// One request: what was asked, every stream event with its arrival time, and what came of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The [`CellInfo::id`] this run belongs to.
+    pub cell: String,
+    pub workload: Workload,
+    /// The prompt size asked for; 0 for the sustained workload.
+    pub target_prompt_tokens: u64,
+    /// Repetition index within (cell, workload, target), counted separately for warmups.
+    pub rep: u32,
+    pub warmup: bool,
+    pub max_tokens: u64,
+    /// Streams in flight at once while this run ran.
+    #[serde(default = "one")]
+    pub concurrency: u32,
+    /// Wall-clock start, milliseconds since the Unix epoch (for ordering and drift, not timing).
+    #[serde(default)]
+    pub started_unix_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_count_source: Option<TokenCountSource>,
+    /// First token − request start (docs/metrics.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Last token event − first token event (docs/metrics.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    /// The server's `usage` object, verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    /// The server's `timings` object (llama.cpp), verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Value>,
+    /// Every SSE event that carried a JSON payload, in arrival order; empty for imported runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventRecord>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    /// A stable code (docs/raw-format.md lists them), e.g. `connect`, `http-500`, `idle-timeout`.
+    pub class: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Arrival on the monotonic clock, nanoseconds after the request was sent.
+    pub t_ns: u64,
+    /// Bytes the event took on the wire.
+    pub bytes: u32,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
+}
+
+impl EventRecord {
+    /// A token event carries text or reasoning text; a role-only or finish event does not.
+    pub fn carries_tokens(&self) -> bool {
+        !self.text.is_empty() || !self.reasoning.is_empty()
+    }
+}
+
+impl RunRecord {
+    pub fn is_error(&self) -> bool {
+        self.error.is_some()
+    }
+}

@@ -1,0 +1,8 @@
+//! The raw pass on disk: its format, the append-only store, and CSV import and export.
+
+pub mod csv;
+pub mod format;
+pub mod store;
+
+pub use format::*;
+pub use store::{read_pass, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE};

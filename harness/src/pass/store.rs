@@ -1,0 +1,160 @@
+//! Reading and writing pass folders. Runs are appended one line at a time and synced before
+//! the next run starts, so a crash loses at most the run in flight; a torn last line is
+//! reported, never fatal.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use super::format::{PassInfo, RunRecord, SCHEMA_VERSION};
+
+pub const PASS_FILE: &str = "pass.json";
+pub const RUNS_FILE: &str = "runs.jsonl";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a benchpass pass.json: {source}")]
+    BadPassFile { path: PathBuf, source: serde_json::Error },
+    #[error(
+        "{path}: schema version {found} is newer than this benchpass reads ({SCHEMA_VERSION}); \
+         upgrade benchpass"
+    )]
+    NewerSchema { path: PathBuf, found: u32 },
+    #[error("{path}:{line}: not a run record: {source}")]
+    BadRun { path: PathBuf, line: usize, source: serde_json::Error },
+    #[error("{path} already holds a pass; choose an empty or new --out folder")]
+    AlreadyExists { path: PathBuf },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PassError + '_ {
+    move |source| PassError::Io { path: path.to_owned(), source }
+}
+
+/// A pass being written.
+pub struct PassWriter {
+    dir: PathBuf,
+    runs: File,
+    n_runs: usize,
+}
+
+impl PassWriter {
+    /// Creates `dir` (and parents), writes `pass.json` and an empty `runs.jsonl`. Refuses a
+    /// folder that already holds a pass, so that nothing is overwritten.
+    pub fn create(dir: &Path, info: &PassInfo) -> Result<PassWriter, PassError> {
+        if dir.join(PASS_FILE).exists() || dir.join(RUNS_FILE).exists() {
+            return Err(PassError::AlreadyExists { path: dir.to_owned() });
+        }
+        fs::create_dir_all(dir).map_err(io(dir))?;
+        write_pass_info(dir, info)?;
+        let runs_path = dir.join(RUNS_FILE);
+        let runs = OpenOptions::new().create_new(true).append(true).open(&runs_path).map_err(io(&runs_path))?;
+        Ok(PassWriter { dir: dir.to_owned(), runs, n_runs: 0 })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn n_runs(&self) -> usize {
+        self.n_runs
+    }
+
+    /// Appends one run as one line and syncs it to disk before returning.
+    pub fn append(&mut self, run: &RunRecord) -> Result<(), PassError> {
+        let path = self.dir.join(RUNS_FILE);
+        let mut line = serde_json::to_vec(run).expect("run records always serialize");
+        line.push(b'\n');
+        self.runs.write_all(&line).map_err(io(&path))?;
+        self.runs.sync_data().map_err(io(&path))?;
+        self.n_runs += 1;
+        Ok(())
+    }
+
+    /// Rewrites `pass.json` (status, finish time, CPU used) atomically.
+    pub fn update_info(&self, info: &PassInfo) -> Result<(), PassError> {
+        write_pass_info(&self.dir, info)
+    }
+}
+
+/// Writes `pass.json` through a temporary file and a rename, so a reader never sees half of it.
+pub fn write_pass_info(dir: &Path, info: &PassInfo) -> Result<(), PassError> {
+    let path = dir.join(PASS_FILE);
+    let tmp = dir.join(".pass.json.tmp");
+    let mut text = serde_json::to_string_pretty(info).expect("pass info always serializes");
+    text.push('\n');
+    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+    file.write_all(text.as_bytes()).map_err(io(&tmp))?;
+    file.sync_all().map_err(io(&tmp))?;
+    fs::rename(&tmp, &path).map_err(io(&path))
+}
+
+/// A pass read back from disk.
+#[derive(Debug, Clone)]
+pub struct Pass {
+    pub dir: PathBuf,
+    pub info: PassInfo,
+    pub runs: Vec<RunRecord>,
+    /// Set when the last line of runs.jsonl was cut short (the writer died mid-write): that
+    /// run is lost and the rest is intact.
+    pub torn_tail: Option<TornTail>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    pub line: usize,
+    pub bytes: usize,
+}
+
+impl Pass {
+    pub fn cell(&self, id: &str) -> Option<&super::format::CellInfo> {
+        self.info.cells.iter().find(|c| c.id == id)
+    }
+}
+
+pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
+    let info = read_pass_info(dir)?;
+    let runs_path = dir.join(RUNS_FILE);
+    let file = File::open(&runs_path).map_err(io(&runs_path))?;
+    let mut reader = BufReader::new(file);
+    let mut runs = Vec::new();
+    let mut torn_tail = None;
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).map_err(io(&runs_path))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        let complete = line.ends_with('\n');
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<RunRecord>(&line) {
+            Ok(run) => runs.push(run),
+            // Only the last line can be torn: a writer that died mid-append leaves no newline.
+            Err(_) if !complete => torn_tail = Some(TornTail { line: number, bytes: line.len() }),
+            Err(source) => return Err(PassError::BadRun { path: runs_path, line: number, source }),
+        }
+    }
+    Ok(Pass { dir: dir.to_owned(), info, runs, torn_tail })
+}
+
+pub fn read_pass_info(dir: &Path) -> Result<PassInfo, PassError> {
+    let path = dir.join(PASS_FILE);
+    let text = fs::read_to_string(&path).map_err(io(&path))?;
+    // Read the version first so that a newer schema is reported as such, not as a parse error.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema_version: u32,
+    }
+    let version: Version =
+        serde_json::from_str(&text).map_err(|source| PassError::BadPassFile { path: path.clone(), source })?;
+    if version.schema_version > SCHEMA_VERSION {
+        return Err(PassError::NewerSchema { path, found: version.schema_version });
+    }
+    serde_json::from_str(&text).map_err(|source| PassError::BadPassFile { path, source })
+}

@@ -1,0 +1,79 @@
+//! What machine a pass ran on, read from the OS without extra dependencies.
+
+use std::process::Command;
+
+use crate::pass::MachineInfo;
+
+pub fn machine_info() -> MachineInfo {
+    MachineInfo {
+        name: hostname().unwrap_or_else(|| "unknown".to_owned()),
+        os: os_name(),
+        kernel: kernel(),
+        cpu: cpu_model(),
+        cores: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
+        memory_bytes: memory_bytes(),
+    }
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+fn command(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+fn hostname() -> Option<String> {
+    read("/proc/sys/kernel/hostname").or_else(|| command("hostname", &[]))
+}
+
+fn os_name() -> Option<String> {
+    if let Some(release) = read("/etc/os-release") {
+        let pretty = release.lines().find_map(|l| l.strip_prefix("PRETTY_NAME="));
+        if let Some(name) = pretty {
+            return Some(name.trim_matches('"').to_owned());
+        }
+    }
+    match (command("sw_vers", &["-productName"]), command("sw_vers", &["-productVersion"])) {
+        (Some(name), Some(version)) => Some(format!("{name} {version}")),
+        _ => Some(std::env::consts::OS.to_owned()),
+    }
+}
+
+fn kernel() -> Option<String> {
+    read("/proc/sys/kernel/osrelease").or_else(|| command("uname", &["-r"]))
+}
+
+fn cpu_model() -> Option<String> {
+    if let Some(info) = read("/proc/cpuinfo") {
+        let model = info.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            matches!(key.trim(), "model name" | "Model" | "Hardware").then(|| value.trim().to_owned())
+        });
+        if model.is_some() {
+            return model;
+        }
+    }
+    command("sysctl", &["-n", "machdep.cpu.brand_string"])
+}
+
+fn memory_bytes() -> Option<u64> {
+    if let Some(info) = read("/proc/meminfo") {
+        let kib = info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+        return kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|k| k * 1024);
+    }
+    command("sysctl", &["-n", "hw.memsize"])?.parse().ok()
+}
+
+/// User + system CPU time this process has used, on Linux (`/proc/self/stat`, fields 14 and
+/// 15, in clock ticks of 1/100 s: USER_HZ is 100 on every mainstream Linux build).
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = read("/proc/self/stat")?;
+    // The command name (field 2) may hold spaces; fields after it start past the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}

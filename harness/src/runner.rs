@@ -1,0 +1,331 @@
+//! `benchpass run --url ...`: one cell against a running server. Probes the server, hashes
+//! what it is told to, cuts the prompts, then runs warmups and measured runs target by target,
+//! appending each run to the pass as it finishes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use futures_util::StreamExt as _;
+use sha2::{Digest, Sha256};
+
+use crate::client::{stream_request, RequestConfig, StreamOutcome};
+use crate::corpus;
+use crate::metrics;
+use crate::pass::*;
+use crate::probe::{self, TokenCounter};
+use crate::progress::Progress;
+use crate::provenance::{self, HashCache};
+
+/// Everything `benchpass run` needs, already validated; the CLI builds it.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub url: String,
+    pub engine: String,
+    pub engine_version: Option<String>,
+    pub engine_path: Option<PathBuf>,
+    pub weights: Option<PathBuf>,
+    pub hash_cache: Option<PathBuf>,
+    pub lane: String,
+    pub workload: Workload,
+    pub runs: u32,
+    pub warmup: u32,
+    pub max_tokens: u64,
+    pub prompt_tokens: Vec<u64>,
+    pub concurrency: u32,
+    /// The name of the variable that holds the API key; the key itself is never stored.
+    pub api_key_env: Option<String>,
+    pub request: RequestConfig,
+    pub out: Option<PathBuf>,
+    pub pass_id: Option<String>,
+    pub progress: crate::progress::ProgressMode,
+}
+
+/// What a finished (or interrupted) pass amounted to.
+#[derive(Debug, Clone)]
+pub struct PassSummary {
+    pub dir: PathBuf,
+    pub status: PassStatus,
+    pub n_runs: usize,
+    pub n_failed: usize,
+    pub n_short: usize,
+    pub token_count_source: Option<TokenCountSource>,
+}
+
+struct Job {
+    workload: Workload,
+    target: u64,
+    rep: u32,
+    warmup: bool,
+    prompt: Arc<String>,
+}
+
+pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
+    let cpu_at_start = provenance::process_cpu_seconds();
+    let started_at = provenance::utc_now_rfc3339();
+    let base = probe::base_url(&options.url)?;
+    let api_key = match &options.api_key_env {
+        Some(var) => Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?),
+        None => None,
+    };
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .pool_max_idle_per_host(options.concurrency as usize)
+        .build()?;
+
+    // Probe before anything touches the disk: an unreachable server leaves no half-written pass.
+    let models = probe::served_models(&http, &base, api_key.as_deref()).await?;
+    if !models.is_empty() && !models.contains(&options.request.model) {
+        eprintln!(
+            "warning: {base} lists models [{}], not `{}`; many servers accept any name, so going on",
+            models.join(", "),
+            options.request.model
+        );
+    }
+    let (version, version_source) = match &options.engine_version {
+        Some(v) => (v.clone(), "user".to_owned()),
+        None => probe::reported_version(&http, &base).await.unwrap_or_else(|| (String::new(), "unknown".to_owned())),
+    };
+    let counter = TokenCounter::detect(&http, &base).await;
+    let engine_sha256 = match &options.engine_path {
+        Some(path) => Some(provenance::hash_file(path, &|_| {}).with_context(|| format!("--engine-path {}", path.display()))?),
+        None => None,
+    };
+    let build = match &options.weights {
+        Some(path) => {
+            let cache_path = options.hash_cache.clone().or_else(HashCache::default_path);
+            let mut cache = cache_path.as_deref().map(HashCache::load).unwrap_or_default();
+            let build = provenance::hash_weights(path, &mut cache, &crate::progress::HashBar::new(options.progress))?;
+            if let Err(e) = cache.save() {
+                eprintln!("warning: could not save the weight-hash cache: {e:#}");
+            }
+            build
+        }
+        None => BuildInfo::default(),
+    };
+
+    let jobs = plan_jobs(&options, &http, &counter).await?;
+    let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
+    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
+    let mut info = PassInfo {
+        schema_version: SCHEMA_VERSION,
+        pass_id,
+        status: PassStatus::Running,
+        started_at,
+        finished_at: None,
+        benchpass: provenance::benchpass_info(),
+        machine: provenance::machine_info(),
+        cells: vec![CellInfo {
+            id: "c0".to_owned(),
+            engine: EngineInfo { name: options.engine.clone(), version, version_source, sha256: engine_sha256, url: Some(base.clone()) },
+            model: options.request.model.clone(),
+            lane: options.lane.clone(),
+            build,
+        }],
+        request: Some(RequestParams {
+            api: options.request.api.as_str().to_owned(),
+            temperature: options.request.temperature,
+            seed: options.request.seed,
+            max_tokens: options.max_tokens,
+            ignore_eos: options.request.ignore_eos,
+            min_tokens: options.request.min_tokens,
+            concurrency: options.concurrency,
+            warmup: options.warmup,
+            runs: options.runs,
+            workload: options.workload,
+            prompt_tokens: options.prompt_tokens.clone(),
+            first_token_timeout_s: options.request.first_token_timeout.as_secs_f64(),
+            idle_timeout_s: options.request.idle_timeout.as_secs_f64(),
+        }),
+        harness_cpu_seconds: None,
+        imported_from: None,
+    };
+    let mut writer = PassWriter::create(&dir, &info)?;
+
+    let url = format!("{base}{}", options.request.api.path());
+    let progress = Progress::new(options.progress, jobs.len() as u64, options.max_tokens);
+    let context = RunContext { http: &http, url: &url, api_key: api_key.as_deref(), options: &options, counter: &counter };
+    let mut summary = PassSummary {
+        dir: dir.clone(),
+        status: PassStatus::Complete,
+        n_runs: 0,
+        n_failed: 0,
+        n_short: 0,
+        token_count_source: None,
+    };
+
+    // Warmups finish before measured runs start, target by target.
+    let phases = jobs.chunk_by(|a, b| (a.target, a.warmup) == (b.target, b.warmup));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    'phases: for phase in phases {
+        let mut runs = futures_util::stream::iter(phase)
+            .map(|job| run_one(&context, job))
+            .buffer_unordered(options.concurrency as usize);
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut ctrl_c => {
+                    summary.status = PassStatus::Interrupted;
+                    break 'phases;
+                }
+                next = runs.next() => {
+                    let Some(run) = next else { break };
+                    writer.append(&run)?;
+                    progress.on_run(&run);
+                    tally(&mut summary, &run);
+                }
+            }
+        }
+    }
+    progress.finish();
+
+    info.status = summary.status;
+    info.finished_at = Some(provenance::utc_now_rfc3339());
+    info.harness_cpu_seconds = match (cpu_at_start, provenance::process_cpu_seconds()) {
+        (Some(start), Some(end)) => Some(end - start),
+        _ => None,
+    };
+    writer.update_info(&info)?;
+    Ok(summary)
+}
+
+fn tally(summary: &mut PassSummary, run: &RunRecord) {
+    summary.n_runs += 1;
+    if run.is_error() {
+        summary.n_failed += 1;
+    } else if is_short_stop(run) {
+        summary.n_short += 1;
+    }
+    if run.token_count_source.is_some() {
+        summary.token_count_source = run.token_count_source;
+    }
+}
+
+/// A run that ended before its token cap: its decode rate is a burst, not sustained decode.
+pub fn is_short_stop(run: &RunRecord) -> bool {
+    run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens)
+}
+
+fn default_pass_id(started_at: &str, engine: &str) -> String {
+    // 2026-11-30T09:03:13Z → 20261130-090313
+    let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
+    let engine: String = engine
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' })
+        .collect();
+    format!("{}-{}-{engine}", &stamp[..8], &stamp[8..14])
+}
+
+/// The runs of the pass in order: per prompt target, its warmups then its measured runs.
+async fn plan_jobs(options: &RunOptions, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
+    let targets = match options.workload {
+        Workload::Sustained => vec![0],
+        _ => options.prompt_tokens.clone(),
+    };
+    let mut jobs = Vec::new();
+    for target in targets {
+        for warmup in [true, false] {
+            let n = if warmup { options.warmup } else { options.runs };
+            for rep in 0..n {
+                let prompt = match options.workload {
+                    Workload::Sustained => corpus::SUSTAINED_PROMPT.to_owned(),
+                    // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
+                    _ => {
+                        let excerpt_index = if warmup { options.runs + rep } else { rep };
+                        cut_prompt(target, excerpt_index, http, counter)
+                            .await
+                            .with_context(|| format!("cutting a {target}-token prompt"))?
+                    }
+                };
+                jobs.push(Job { workload: options.workload, target, rep, warmup, prompt: Arc::new(prompt) });
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+/// The longest prompt (instruction + excerpt) whose token count does not pass `target`, found
+/// by bisection on its length in characters.
+async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<String> {
+    // English prose runs 3–6 characters a token; 8 per token leaves room for any tokenizer.
+    let excerpt = corpus::excerpt(excerpt_index, target as usize * 8 + 1000);
+    let (mut fits, mut too_long) = (0usize, excerpt.chars().count() + 1);
+    while too_long - fits > 1 {
+        let mid = fits + (too_long - fits) / 2;
+        if counter.count(http, &corpus::prompt_of(&excerpt, mid)).await? <= target {
+            fits = mid;
+        } else {
+            too_long = mid;
+        }
+    }
+    Ok(corpus::prompt_of(&excerpt, fits))
+}
+
+struct RunContext<'a> {
+    http: &'a reqwest::Client,
+    url: &'a str,
+    api_key: Option<&'a str>,
+    options: &'a RunOptions,
+    counter: &'a TokenCounter,
+}
+
+async fn run_one(context: &RunContext<'_>, job: &Job) -> RunRecord {
+    let options = context.options;
+    let body = options.request.body(&job.prompt, options.max_tokens);
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let outcome = stream_request(context.http, context.url, context.api_key, &options.request, &body).await;
+    let times = metrics::event_times(&outcome.events);
+    let (prompt_tokens, completion_tokens, source) = count_tokens(context, &job.prompt, &outcome).await;
+    RunRecord {
+        cell: "c0".to_owned(),
+        workload: job.workload,
+        target_prompt_tokens: job.target,
+        rep: job.rep,
+        warmup: job.warmup,
+        max_tokens: options.max_tokens,
+        concurrency: options.concurrency,
+        started_unix_ms,
+        prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.as_bytes()))),
+        prompt_tokens,
+        completion_tokens,
+        token_count_source: source,
+        ttft_ms: times.ttft_ms,
+        decode_ms: times.decode_ms,
+        finish_reason: outcome.finish_reason,
+        http_status: outcome.http_status,
+        error: outcome.error,
+        usage: outcome.usage,
+        timings: outcome.timings,
+        events: outcome.events,
+    }
+}
+
+/// Token counts in order of trust: the server's usage, its tokenizer, then the estimate.
+async fn count_tokens(
+    context: &RunContext<'_>,
+    prompt: &str,
+    outcome: &StreamOutcome,
+) -> (Option<u64>, Option<u64>, Option<TokenCountSource>) {
+    let from_usage = |key: &str| outcome.usage.as_ref().and_then(|u| u.get(key)).and_then(serde_json::Value::as_u64);
+    if let Some(completion) = from_usage("completion_tokens") {
+        return (from_usage("prompt_tokens"), Some(completion), Some(TokenCountSource::Usage));
+    }
+    if outcome.events.is_empty() {
+        return (None, None, None);
+    }
+    let output: String = outcome.events.iter().flat_map(|e| [e.reasoning.as_str(), e.text.as_str()]).collect();
+    if !context.counter.is_estimate() {
+        let prompt_count = context.counter.count(context.http, prompt).await;
+        let output_count = context.counter.count(context.http, &output).await;
+        if let (Ok(p), Ok(c)) = (prompt_count, output_count) {
+            return (Some(p), Some(c), Some(TokenCountSource::Tokenizer));
+        }
+    }
+    let estimate = &TokenCounter::Estimate;
+    let p = estimate.count(context.http, prompt).await.ok();
+    let c = estimate.count(context.http, &output).await.ok();
+    (p, c, Some(TokenCountSource::Estimate))
+}

@@ -1,0 +1,123 @@
+//! What the reference engine does: its rates, event shape and quirks, from a named preset or a
+//! JSON file, then adjusted by command-line flags.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimProfile {
+    /// The model id served at `/v1/models` and echoed in responses.
+    pub model: String,
+    /// Fixed time before prefill starts (request parsing, scheduling), in milliseconds.
+    pub base_latency_ms: f64,
+    /// Prompt tokens processed per second.
+    pub prefill_tps: f64,
+    /// Completion tokens produced per second.
+    pub decode_tps: f64,
+    /// Tokens per stream event after the first: 1 for plain decoding, k for speculative bursts.
+    pub tokens_per_event: u64,
+    /// Send a role-only event (`delta: {role}`, no text) as soon as the request arrives.
+    pub role_event: bool,
+    /// Reach EOS after this many completion tokens, unless `ignore_eos` is asked for.
+    pub eos_after: Option<u64>,
+    /// The first completion tokens come as `reasoning_content` rather than `content`.
+    pub reasoning_tokens: u64,
+    /// Send `usage` when `stream_options.include_usage` asks for it.
+    pub usage: bool,
+    /// Attach a llama.cpp-style `timings` object to the last event, holding the schedule's truth.
+    pub timings: bool,
+    /// Serve llama.cpp's `POST /tokenize`.
+    pub tokenize_endpoint: bool,
+    /// Relative jitter on the prefill and decode rates, drawn per request, uniform in ±jitter.
+    pub jitter: f64,
+    /// Seed for the jitter: the same seed gives the same rates request after request.
+    pub seed: u64,
+    /// Fault: stop sending (but keep the connection open) after this many completion tokens.
+    pub stall_after_tokens: Option<u64>,
+    /// Fault: every Nth request answers HTTP 500.
+    pub fail_every: Option<u64>,
+    /// Finish each sleep with a short spin so events leave within microseconds of their due
+    /// time (the timer wheel alone is late by up to a millisecond). Costs CPU; turn off for
+    /// hundreds of concurrent streams.
+    pub precise_timer: bool,
+}
+
+impl Default for SimProfile {
+    fn default() -> Self {
+        SimProfile {
+            model: "sim-model".to_owned(),
+            base_latency_ms: 20.0,
+            prefill_tps: 2000.0,
+            decode_tps: 60.0,
+            tokens_per_event: 1,
+            role_event: true,
+            eos_after: None,
+            reasoning_tokens: 0,
+            usage: true,
+            timings: false,
+            tokenize_endpoint: true,
+            jitter: 0.0,
+            seed: 0,
+            stall_after_tokens: None,
+            fail_every: None,
+            precise_timer: true,
+        }
+    }
+}
+
+/// Names accepted by `--profile` besides a path to a JSON file.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("default", "plain decoding at 60 tok/s, prefill 2000 tok/s, usage, role event"),
+    ("llama-cpp", "as default, plus llama.cpp's `timings` object and /tokenize"),
+    ("spec-decode", "speculative decoding: 3 tokens per event at 90 tok/s"),
+    ("no-usage", "no usage in the stream and no /tokenize: counts must be estimated"),
+    ("eos", "reaches EOS after 40 tokens (a short stop under a larger cap)"),
+];
+
+impl SimProfile {
+    pub fn preset(name: &str) -> Option<SimProfile> {
+        let base = SimProfile::default();
+        Some(match name {
+            "default" => base,
+            "llama-cpp" => SimProfile { timings: true, ..base },
+            "spec-decode" => SimProfile { tokens_per_event: 3, decode_tps: 90.0, ..base },
+            "no-usage" => SimProfile { usage: false, tokenize_endpoint: false, ..base },
+            "eos" => SimProfile { eos_after: Some(40), ..base },
+            _ => return None,
+        })
+    }
+
+    /// A preset name, or a path to a JSON file whose keys override the defaults.
+    pub fn load(name_or_path: &str) -> anyhow::Result<SimProfile> {
+        use anyhow::Context as _;
+        if let Some(profile) = SimProfile::preset(name_or_path) {
+            return Ok(profile);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            let names: Vec<_> = PRESETS.iter().map(|(name, _)| *name).collect();
+            anyhow::bail!(
+                "no sim profile `{name_or_path}`: give a preset ({}) or a path to a JSON file",
+                names.join(", ")
+            );
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading sim profile {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing sim profile {}", path.display()))
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.prefill_tps > 0.0, "prefill rate must be above 0 tok/s");
+        anyhow::ensure!(self.decode_tps > 0.0, "decode rate must be above 0 tok/s");
+        anyhow::ensure!(self.base_latency_ms >= 0.0, "base latency cannot be negative");
+        anyhow::ensure!(self.tokens_per_event >= 1, "tokens per event must be at least 1");
+        anyhow::ensure!(
+            (0.0..1.0).contains(&self.jitter),
+            "jitter is a fraction of the rate in [0, 1), e.g. 0.05 for ±5%"
+        );
+        anyhow::ensure!(self.fail_every != Some(0), "--fail-every must be at least 1");
+        Ok(())
+    }
+}

@@ -1,0 +1,378 @@
+//! The HTTP side of the reference engine: routes, request parsing, and streaming each event at
+//! the instant its schedule says.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use bytes::Bytes;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+use super::{Schedule, ScheduleInput, SimProfile};
+use crate::corpus;
+use crate::tokens::count_reference_tokens;
+
+struct Sim {
+    profile: SimProfile,
+    requests: AtomicU64,
+}
+
+/// Binds the listener; `addr` with port 0 picks a free port (read it back from the listener).
+pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    use anyhow::Context as _;
+    TcpListener::bind(addr).await.with_context(|| format!("binding the sim server to {addr}"))
+}
+
+/// Serves the reference engine on `listener` until the process ends.
+pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result<()> {
+    profile.validate()?;
+    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0) });
+    let mut app = Router::new()
+        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/version", get(version))
+        .route("/v1/models", get(models))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/completions", post(completions));
+    if sim.profile.tokenize_endpoint {
+        app = app.route("/tokenize", post(tokenize));
+    }
+    axum::serve(listener, app.with_state(sim)).await?;
+    Ok(())
+}
+
+async fn version() -> Json<Value> {
+    Json(json!({"version": format!("benchpass-sim {}", env!("CARGO_PKG_VERSION"))}))
+}
+
+async fn models(State(sim): State<Arc<Sim>>) -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": sim.profile.model, "object": "model", "created": 0, "owned_by": "benchpass-sim"}]
+    }))
+}
+
+async fn tokenize(Json(body): Json<Value>) -> Json<Value> {
+    let content = body.get("content").and_then(Value::as_str).unwrap_or_default();
+    let ids: Vec<u64> = crate::tokens::reference_tokens(content).iter().map(|t| token_id(t)).collect();
+    Json(json!({ "tokens": ids }))
+}
+
+/// A stable pseudo id in a 32000-token vocabulary, so `/tokenize` looks like llama.cpp's.
+fn token_id(token: &str) -> u64 {
+    token.bytes().fold(1469598103934665603u64, |h, b| (h ^ b as u64).wrapping_mul(1099511628211)) % 32000
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    Chat,
+    Completions,
+}
+
+async fn chat_completions(State(sim): State<Arc<Sim>>, Json(body): Json<Value>) -> Response {
+    respond(sim, Api::Chat, body).await
+}
+
+async fn completions(State(sim): State<Arc<Sim>>, Json(body): Json<Value>) -> Response {
+    respond(sim, Api::Completions, body).await
+}
+
+/// What one request asks for, read the way OpenAI-compatible servers read it.
+struct Ask {
+    prompt_text: String,
+    max_tokens: u64,
+    stream: bool,
+    include_usage: bool,
+    ignore_eos: bool,
+}
+
+fn read_ask(api: Api, body: &Value) -> Result<Ask, String> {
+    let prompt_text = match api {
+        Api::Chat => {
+            let messages = body
+                .get("messages")
+                .and_then(Value::as_array)
+                .ok_or("`messages` must be an array")?;
+            messages.iter().map(message_text).collect::<Vec<_>>().join("\n")
+        }
+        Api::Completions => match body.get("prompt") {
+            Some(Value::String(s)) => s.clone(),
+            _ => return Err("`prompt` must be a string".to_owned()),
+        },
+    };
+    let max_tokens = body
+        .get("max_completion_tokens")
+        .or_else(|| body.get("max_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(16);
+    Ok(Ask {
+        prompt_text,
+        max_tokens,
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
+        ignore_eos: body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+        }
+        _ => String::new(),
+    }
+}
+
+async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
+    let arrived = Instant::now();
+    let index = sim.requests.fetch_add(1, Ordering::Relaxed);
+    let profile = &sim.profile;
+    if profile.fail_every.is_some_and(|n| index % n == n - 1) {
+        let error = json!({"error": {"message": "injected failure", "type": "server_error", "code": 500}});
+        return (StatusCode::INTERNAL_SERVER_ERROR, Json(error)).into_response();
+    }
+    let ask = match read_ask(api, &body) {
+        Ok(ask) => ask,
+        Err(message) => {
+            let error = json!({"error": {"message": message, "type": "invalid_request_error"}});
+            return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+        }
+    };
+    let (prefill_factor, decode_factor) = jitter_factors(profile, index);
+    let schedule = Schedule::plan(ScheduleInput {
+        prompt_tokens: count_reference_tokens(&ask.prompt_text),
+        max_tokens: ask.max_tokens,
+        eos_after: if ask.ignore_eos { None } else { profile.eos_after },
+        reasoning_tokens: profile.reasoning_tokens,
+        base_latency_ms: profile.base_latency_ms,
+        prefill_tps: profile.prefill_tps * prefill_factor,
+        decode_tps: profile.decode_tps * decode_factor,
+        tokens_per_event: profile.tokens_per_event,
+    });
+    let reply = Reply {
+        api,
+        id: format!("{}-sim-{index}", if api == Api::Chat { "chatcmpl" } else { "cmpl" }),
+        model: profile.model.clone(),
+        words: corpus::words_from(seed_of(&ask.prompt_text)),
+        usage: profile.usage && ask.include_usage,
+        timings: profile.timings,
+        role_event: profile.role_event && api == Api::Chat,
+        stall_after_tokens: profile.stall_after_tokens,
+        precise_timer: profile.precise_timer,
+        arrived,
+        schedule,
+    };
+    if ask.stream {
+        stream_reply(reply)
+    } else {
+        whole_reply(reply).await
+    }
+}
+
+/// Seeded per request: the same seed and request order give the same rates.
+fn jitter_factors(profile: &SimProfile, index: u64) -> (f64, f64) {
+    if profile.jitter == 0.0 {
+        return (1.0, 1.0);
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(profile.seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut factor = || 1.0 + profile.jitter * (2.0 * rng.random::<f64>() - 1.0);
+    (factor(), factor())
+}
+
+/// Temperature 0 is deterministic: the same prompt gets the same text.
+fn seed_of(prompt: &str) -> u64 {
+    prompt.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+struct Reply {
+    api: Api,
+    id: String,
+    model: String,
+    words: corpus::Words,
+    usage: bool,
+    timings: bool,
+    role_event: bool,
+    stall_after_tokens: Option<u64>,
+    precise_timer: bool,
+    arrived: Instant,
+    schedule: Schedule,
+}
+
+impl Reply {
+    /// The text of tokens `[first, first + n)`, split into (reasoning, content).
+    fn texts(&mut self, first: u64, n: u64) -> (String, String) {
+        let mut reasoning = String::new();
+        let mut content = String::new();
+        for i in first..first + n {
+            let word = self.words.next_word();
+            let target = if i < self.schedule.reasoning_tokens { &mut reasoning } else { &mut content };
+            target.push(' ');
+            target.push_str(word);
+        }
+        (reasoning, content)
+    }
+
+    fn chunk(&self, delta: Value, text: &str, finish_reason: Option<&str>) -> Value {
+        match self.api {
+            Api::Chat => json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": 0, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
+            }),
+            Api::Completions => json!({
+                "id": self.id, "object": "text_completion", "created": 0, "model": self.model,
+                "choices": [{"index": 0, "text": text, "finish_reason": finish_reason}]
+            }),
+        }
+    }
+
+    fn usage_json(&self) -> Value {
+        let s = &self.schedule;
+        json!({
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": s.completion_tokens,
+            "total_tokens": s.prompt_tokens + s.completion_tokens
+        })
+    }
+
+    /// llama.cpp's `timings` fields, filled with the schedule's truth.
+    fn timings_json(&self) -> Value {
+        let s = &self.schedule;
+        let prompt_ms = s.ttft_ns as f64 / 1e6;
+        let predicted_ms = s.decode_ns() as f64 / 1e6;
+        json!({
+            "prompt_n": s.prompt_tokens,
+            "prompt_ms": prompt_ms,
+            "prompt_per_token_ms": prompt_ms / s.prompt_tokens.max(1) as f64,
+            "prompt_per_second": s.prompt_tokens as f64 / (prompt_ms / 1e3),
+            "predicted_n": s.completion_tokens,
+            "predicted_ms": predicted_ms,
+            "predicted_per_token_ms": 1e3 / s.decode_tps,
+            "predicted_per_second": s.decode_tps
+        })
+    }
+}
+
+fn sse(value: &Value) -> Bytes {
+    Bytes::from(format!("data: {value}\n\n"))
+}
+
+/// Streams the reply: a role event at once, each scheduled event at its instant, then the
+/// finish event, usage and `[DONE]`.
+fn stream_reply(mut reply: Reply) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(16);
+    tokio::spawn(async move {
+        if reply.role_event {
+            let role = reply.chunk(json!({"role": "assistant", "content": ""}), "", None);
+            if tx.send(Ok(sse(&role))).await.is_err() {
+                return;
+            }
+        }
+        let events = reply.schedule.events.clone();
+        for event in events {
+            if reply.stall_after_tokens.is_some_and(|n| event.first_token >= n) {
+                // Hold the connection open and send nothing until the client gives up.
+                tx.closed().await;
+                return;
+            }
+            let (reasoning, content) = reply.texts(event.first_token, event.n_tokens);
+            let mut delta = serde_json::Map::new();
+            if !reasoning.is_empty() {
+                delta.insert("reasoning_content".into(), reasoning.clone().into());
+            }
+            if !content.is_empty() || reasoning.is_empty() {
+                delta.insert("content".into(), content.clone().into());
+            }
+            let text = reasoning + &content;
+            let chunk = reply.chunk(Value::Object(delta), &text, None);
+            sleep_until(reply.arrived + Duration::from_nanos(event.at_ns), reply.precise_timer).await;
+            if tx.send(Ok(sse(&chunk))).await.is_err() {
+                return;
+            }
+        }
+        let mut last = reply.chunk(json!({}), "", Some(reply.schedule.finish_reason));
+        if reply.timings {
+            last["timings"] = reply.timings_json();
+        }
+        let mut tail = vec![sse(&last)];
+        if reply.usage {
+            let mut usage = reply.chunk(json!({}), "", None);
+            usage["choices"] = json!([]);
+            usage["usage"] = reply.usage_json();
+            tail.push(sse(&usage));
+        }
+        tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        for bytes in tail {
+            if tx.send(Ok(bytes)).await.is_err() {
+                return;
+            }
+        }
+    });
+    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }));
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body)
+        .expect("static headers are valid")
+}
+
+async fn whole_reply(mut reply: Reply) -> Response {
+    let done_at = reply.schedule.events.last().map_or(reply.schedule.ttft_ns, |e| e.at_ns);
+    let n = reply.schedule.completion_tokens;
+    let (reasoning, content) = reply.texts(0, n);
+    sleep_until(reply.arrived + Duration::from_nanos(done_at), reply.precise_timer).await;
+    let finish = reply.schedule.finish_reason;
+    let mut body = match reply.api {
+        Api::Chat => {
+            let mut message = json!({"role": "assistant", "content": content});
+            if !reasoning.is_empty() {
+                message["reasoning_content"] = reasoning.into();
+            }
+            json!({
+                "id": reply.id, "object": "chat.completion", "created": 0, "model": reply.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}]
+            })
+        }
+        Api::Completions => json!({
+            "id": reply.id, "object": "text_completion", "created": 0, "model": reply.model,
+            "choices": [{"index": 0, "text": reasoning + &content, "finish_reason": finish}]
+        }),
+    };
+    if reply.usage {
+        body["usage"] = reply.usage_json();
+    }
+    if reply.timings {
+        body["timings"] = reply.timings_json();
+    }
+    Json(body).into_response()
+}
+
+/// Tokio's timer wheel wakes up to a millisecond late; when precision is asked for, sleep to
+/// just before the deadline and yield-spin the rest of the way.
+async fn sleep_until(deadline: Instant, precise: bool) {
+    const SPIN: Duration = Duration::from_micros(1500);
+    if !precise {
+        tokio::time::sleep_until(deadline).await;
+        return;
+    }
+    if let Some(early) = deadline.checked_sub(SPIN) {
+        if early > Instant::now() {
+            tokio::time::sleep_until(early).await;
+        }
+    }
+    while Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+}

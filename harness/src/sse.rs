@@ -1,0 +1,144 @@
+//! An incremental parser for Server-Sent Events as OpenAI-compatible servers send them.
+//!
+//! Bytes arrive in arbitrary chunks; an event may be split across chunks and one chunk may
+//! carry several events. The parser follows the WHATWG rules that matter here: lines end in
+//! LF, CRLF or CR; `data:` lines accumulate (joined by LF); a line starting with `:` is a
+//! comment; a blank line dispatches the event. Other fields (`event:`, `id:`, `retry:`) are
+//! kept out of the payload.
+
+/// One dispatched event: its `data` payload and how many bytes it took on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub data: String,
+    pub wire_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    data: Vec<u8>,
+    has_data: bool,
+    event_bytes: usize,
+    /// The previous chunk ended in CR: an LF at the start of the next one belongs to it.
+    skip_lf: bool,
+}
+
+impl SseParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one chunk and returns the events it completed, in order.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        for &byte in chunk {
+            if self.skip_lf {
+                self.skip_lf = false;
+                if byte == b'\n' {
+                    self.event_bytes += 1;
+                    continue;
+                }
+            }
+            self.event_bytes += 1;
+            match byte {
+                b'\n' => self.end_line(&mut events),
+                b'\r' => {
+                    self.skip_lf = true;
+                    self.end_line(&mut events);
+                }
+                _ => self.line.push(byte),
+            }
+        }
+        events
+    }
+
+    /// Bytes received that did not complete an event (a stream cut mid-event leaves some).
+    pub fn pending_bytes(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
+    fn end_line(&mut self, events: &mut Vec<SseEvent>) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            if self.has_data {
+                events.push(SseEvent {
+                    data: String::from_utf8_lossy(&self.data).into_owned(),
+                    wire_bytes: self.event_bytes,
+                });
+            }
+            self.data.clear();
+            self.has_data = false;
+            self.event_bytes = 0;
+            return;
+        }
+        if line[0] == b':' {
+            return;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (&line[..], &[][..]),
+        };
+        if field == b"data" {
+            if self.has_data {
+                self.data.push(b'\n');
+            }
+            self.data.extend_from_slice(value);
+            self.has_data = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in_pieces(input: &str, piece: usize) -> Vec<String> {
+        let mut parser = SseParser::new();
+        input
+            .as_bytes()
+            .chunks(piece)
+            .flat_map(|chunk| parser.feed(chunk))
+            .map(|e| e.data)
+            .collect()
+    }
+
+    #[test]
+    fn events_split_anywhere_parse_the_same() {
+        let input = "data: {\"a\":1}\n\n: keep-alive\n\ndata: [DONE]\n\n";
+        for piece in 1..input.len() {
+            assert_eq!(parse_in_pieces(input, piece), vec!["{\"a\":1}", "[DONE]"], "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn crlf_and_cr_end_lines() {
+        let input = "data: one\r\n\r\ndata: two\r\rdata:three\n\n";
+        for piece in 1..input.len() {
+            assert_eq!(parse_in_pieces(input, piece), vec!["one", "two", "three"], "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn multi_line_data_joins_with_lf_and_other_fields_are_ignored() {
+        let input = "event: message\nid: 7\ndata: a\ndata: b\n\n";
+        assert_eq!(parse_in_pieces(input, 64), vec!["a\nb"]);
+    }
+
+    #[test]
+    fn wire_bytes_count_the_whole_event() {
+        let mut parser = SseParser::new();
+        let events = parser.feed(b"data: x\n\ndata: yz\r\n\r\n");
+        assert_eq!(events[0].wire_bytes, "data: x\n\n".len());
+        assert_eq!(events[1].wire_bytes, "data: yz\r\n\r\n".len());
+    }
+
+    #[test]
+    fn an_unterminated_event_stays_pending() {
+        let mut parser = SseParser::new();
+        assert!(parser.feed(b"data: {\"partial\"").is_empty());
+        assert_eq!(parser.pending_bytes(), "{\"partial\"".len() + "data: ".len());
+    }
+}
