@@ -70,6 +70,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     };
     let http = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
+        .tcp_nodelay(true)
         .pool_max_idle_per_host(options.concurrency as usize)
         .build()?;
 

@@ -35,7 +35,11 @@ impl SseParser {
             if self.skip_lf {
                 self.skip_lf = false;
                 if byte == b'\n' {
-                    self.event_bytes += 1;
+                    // The LF of a CRLF belongs to the event in progress, or to none when that
+                    // CRLF dispatched it (the event is complete at its CR).
+                    if self.event_bytes > 0 {
+                        self.event_bytes += 1;
+                    }
                     continue;
                 }
             }
@@ -132,7 +136,8 @@ mod tests {
         let mut parser = SseParser::new();
         let events = parser.feed(b"data: x\n\ndata: yz\r\n\r\n");
         assert_eq!(events[0].wire_bytes, "data: x\n\n".len());
-        assert_eq!(events[1].wire_bytes, "data: yz\r\n\r\n".len());
+        // An event dispatched by CRLF CRLF is complete at the last CR; its LF is not waited for.
+        assert_eq!(events[1].wire_bytes, "data: yz\r\n\r".len());
     }
 
     #[test]

@@ -47,6 +47,12 @@ pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result
     if sim.profile.tokenize_endpoint {
         app = app.route("/tokenize", post(tokenize));
     }
+    // Without TCP_NODELAY, Nagle's algorithm holds small events back until the previous one is
+    // acknowledged, and the client's delayed ACK makes that tens of milliseconds.
+    use axum::serve::ListenerExt as _;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app.with_state(sim)).await?;
     Ok(())
 }

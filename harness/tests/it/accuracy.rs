@@ -1,0 +1,186 @@
+//! Measurement accuracy against the reference engine's known schedule (the bar:
+//! decode rate within 0.5 %, TTFT within 2 ms, token counts exact).
+
+use harness::corpus::SUSTAINED_PROMPT;
+use harness::metrics::decode_tps;
+use harness::pass::{TokenCountSource, Workload};
+use harness::tokens::count_reference_tokens;
+
+use crate::support::*;
+
+const DECODE_TOLERANCE: f64 = 0.005;
+const TTFT_TOLERANCE_MS: f64 = 2.0;
+
+#[test]
+fn plain_decoding_matches_the_schedule() {
+    // 101 tokens at 100 tok/s: the last arrives (101 − 1) / 100 = 1.000 s after the first.
+    let sim = Sim::start(&["--decode-tps", "100", "--prefill-tps", "2000", "--base-latency-ms", "20"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "3", "--max-tokens", "101"]);
+
+    assert_eq!(pass.runs.len(), 3);
+    let prompt_tokens = count_reference_tokens(SUSTAINED_PROMPT);
+    // TTFT = 20 ms + prompt tokens / 2000 tok/s.
+    let ttft_truth = 20.0 + prompt_tokens as f64 / 2000.0 * 1e3;
+    for run in &pass.runs {
+        assert_eq!(run.workload, Workload::Sustained);
+        assert_eq!(run.error, None);
+        assert_eq!(run.token_count_source, Some(TokenCountSource::Usage));
+        assert_eq!(run.prompt_tokens, Some(prompt_tokens));
+        assert_eq!(run.completion_tokens, Some(101));
+        assert_eq!(run.finish_reason.as_deref(), Some("length"));
+        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
+        assert!(relative_error(rate, 100.0) < DECODE_TOLERANCE, "decode {rate} tok/s, truth 100");
+        let ttft = run.ttft_ms.unwrap();
+        assert!((ttft - ttft_truth).abs() < TTFT_TOLERANCE_MS, "ttft {ttft} ms, truth {ttft_truth}");
+    }
+}
+
+#[test]
+fn a_role_only_first_event_is_not_the_first_token() {
+    // The role event leaves at once; the first token 20 + prefill ms later.
+    let sim = Sim::start(&["--decode-tps", "200", "--base-latency-ms", "50"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "20"]);
+    let run = &pass.runs[0];
+    let role = &run.events[0];
+    assert!(!role.carries_tokens(), "the first event is the role event");
+    assert!(role.t_ns < 20_000_000, "the role event arrives before the base latency is over");
+    let ttft_truth = 50.0 + count_reference_tokens(SUSTAINED_PROMPT) as f64 / 2000.0 * 1e3;
+    let ttft = run.ttft_ms.unwrap();
+    assert!((ttft - ttft_truth).abs() < TTFT_TOLERANCE_MS, "ttft {ttft} ms, truth {ttft_truth}");
+    // Events: role, 20 token events, finish, usage.
+    assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 20);
+}
+
+#[test]
+fn speculative_bursts_of_three_tokens_are_counted_exactly() {
+    // 151 tokens at 150 tok/s in events of 1, 3, 3, …: 150 intervals span 1.000 s.
+    let sim = Sim::start(&["--decode-tps", "150", "--tokens-per-event", "3"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "2", "--max-tokens", "151"]);
+    for run in &pass.runs {
+        assert_eq!(run.completion_tokens, Some(151));
+        // 1 lone first token, then 150 / 3 = 50 bursts.
+        assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 51);
+        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
+        assert!(relative_error(rate, 150.0) < DECODE_TOLERANCE, "decode {rate} tok/s, truth 150");
+    }
+}
+
+#[test]
+fn without_usage_the_tokenizer_endpoint_counts_bursts_exactly() {
+    let sim = Sim::start(&["--decode-tps", "300", "--tokens-per-event", "3", "--no-usage"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "61"]);
+    let run = &pass.runs[0];
+    assert_eq!(run.usage, None);
+    assert_eq!(run.token_count_source, Some(TokenCountSource::Tokenizer));
+    assert_eq!(run.completion_tokens, Some(61), "not 21, the number of token events");
+    assert_eq!(run.prompt_tokens, Some(count_reference_tokens(SUSTAINED_PROMPT)));
+}
+
+#[test]
+fn without_usage_or_tokenizer_counts_are_marked_as_estimates() {
+    let sim = Sim::start(&["--profile", "no-usage", "--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "10"]);
+    let run = &pass.runs[0];
+    assert_eq!(run.token_count_source, Some(TokenCountSource::Estimate));
+    let text: String = run.events.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(run.completion_tokens, Some((text.chars().count() as u64).div_ceil(4)));
+}
+
+#[test]
+fn a_short_stop_is_recorded_with_its_finish_reason() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--eos-after", "20"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "64"]);
+    let run = &pass.runs[0];
+    assert_eq!((run.completion_tokens, run.finish_reason.as_deref()), (Some(20), Some("stop")));
+    assert!(harness::runner::is_short_stop(run));
+
+    // Asked to ignore EOS, the same engine runs to the cap.
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "64", "--ignore-eos"]);
+    let run = &pass.runs[0];
+    assert_eq!((run.completion_tokens, run.finish_reason.as_deref()), (Some(64), Some("length")));
+    assert!(!harness::runner::is_short_stop(run));
+}
+
+#[test]
+fn prompt_targets_are_met_exactly_with_a_tokenizer_and_ttft_follows_prefill() {
+    let sim = Sim::start(&["--decode-tps", "500", "--prefill-tps", "4000", "--base-latency-ms", "10"]);
+    let tmp = temp_dir();
+    let pass = run_pass(
+        &sim,
+        &pass_dir(&tmp),
+        &["--runs", "2", "--warmup", "1", "--max-tokens", "16", "--prompt-tokens", "128", "--prompt-tokens", "2048"],
+    );
+    assert_eq!(pass.runs.len(), 6);
+    let mut prompts = std::collections::HashSet::new();
+    for run in &pass.runs {
+        assert_eq!(run.workload, Workload::PromptMatrix);
+        assert_eq!(run.prompt_tokens, Some(run.target_prompt_tokens), "the sim's template adds nothing");
+        // 10 ms + 128 / 4000 s = 42 ms; 10 ms + 2048 / 4000 s = 522 ms.
+        let truth = 10.0 + run.target_prompt_tokens as f64 / 4.0;
+        assert!((run.ttft_ms.unwrap() - truth).abs() < TTFT_TOLERANCE_MS, "ttft {:?}, truth {truth}", run.ttft_ms);
+        assert!(prompts.insert(run.prompt_sha256.clone()), "every run gets a prompt of its own");
+    }
+    let order: Vec<_> = pass.runs.iter().map(|r| (r.target_prompt_tokens, r.warmup, r.rep)).collect();
+    assert_eq!(order, [(128, true, 0), (128, false, 0), (128, false, 1), (2048, true, 0), (2048, false, 0), (2048, false, 1)]);
+}
+
+#[test]
+fn jittered_rates_are_measured_per_run() {
+    // ±10 % jitter, seeded; the sim's `timings` object carries each request's true rates.
+    let sim = Sim::start(&["--decode-tps", "120", "--jitter", "0.1", "--seed", "7", "--timings"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "4", "--max-tokens", "97"]);
+    let mut truths = Vec::new();
+    for run in &pass.runs {
+        let timings = run.timings.as_ref().expect("timings recorded verbatim");
+        let truth = timings["predicted_per_second"].as_f64().unwrap();
+        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
+        assert!(relative_error(rate, truth) < DECODE_TOLERANCE, "decode {rate}, truth {truth}");
+        let ttft_truth = timings["prompt_ms"].as_f64().unwrap();
+        assert!((run.ttft_ms.unwrap() - ttft_truth).abs() < TTFT_TOLERANCE_MS);
+        assert!((108.0..=132.0).contains(&truth));
+        truths.push(truth);
+    }
+    truths.dedup();
+    assert_eq!(truths.len(), 4, "each request draws its own rate");
+}
+
+#[test]
+fn concurrent_streams_are_all_recorded_and_measured() {
+    let sim = Sim::start(&["--decode-tps", "100"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "8", "--concurrency", "4", "--max-tokens", "51"]);
+    assert_eq!(pass.runs.len(), 8);
+    let mut reps: Vec<_> = pass.runs.iter().map(|r| r.rep).collect();
+    reps.sort();
+    assert_eq!(reps, (0..8).collect::<Vec<_>>());
+    for run in &pass.runs {
+        assert_eq!(run.concurrency, 4);
+        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
+        assert!(relative_error(rate, 100.0) < DECODE_TOLERANCE, "decode {rate} tok/s, truth 100");
+    }
+}
+
+#[test]
+fn the_completions_api_and_reasoning_text_are_measured_too() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--reasoning-tokens", "5"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "12"]);
+    let run = &pass.runs[0];
+    let first_token = run.events.iter().find(|e| e.carries_tokens()).unwrap();
+    assert!(first_token.text.is_empty() && !first_token.reasoning.is_empty(), "reasoning counts as the first token");
+    assert_eq!(run.completion_tokens, Some(12));
+
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "12", "--api", "completions"]);
+    let run = &pass.runs[0];
+    assert_eq!(run.completion_tokens, Some(12));
+    assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 12);
+}

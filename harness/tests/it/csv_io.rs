@@ -1,0 +1,91 @@
+//! `benchpass export` and `benchpass import`: the exact columns, the round trip, and errors
+//! that say where the bad value is.
+
+use crate::support::*;
+
+const HEADER: &str = "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,\
+target_prompt_tokens,prompt_tokens,max_tokens,completion_tokens,ttft_ms,decode_ms,finish_reason,warmup,rep,\
+error,token_count_source";
+
+#[test]
+fn export_import_export_gives_the_same_bytes() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--fail-every", "3"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    run_pass(&sim, &out, &["--runs", "3", "--warmup", "1", "--max-tokens", "8", "--prompt-tokens", "64", "--pass-id", "p1"]);
+
+    let first = tmp.path().join("first.csv");
+    assert!(benchpass(&["export", out.to_str().unwrap(), "--out", first.to_str().unwrap()]).status.success());
+    let text = std::fs::read_to_string(&first).unwrap();
+    assert_eq!(text.lines().next().unwrap(), HEADER);
+    assert_eq!(text.lines().count(), 5, "header, one warmup, three runs");
+    assert!(text.contains(",http-500,"), "failed runs are exported, not dropped: {text}");
+
+    let imported = tmp.path().join("imported");
+    let output = benchpass(&["import", first.to_str().unwrap(), "--out", imported.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let second = tmp.path().join("second.csv");
+    let pass_dir = imported.join("p1");
+    assert!(benchpass(&["export", pass_dir.to_str().unwrap(), "--out", second.to_str().unwrap()]).status.success());
+    assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&second).unwrap());
+}
+
+#[test]
+fn import_splits_passes_and_cells_and_defaults_the_count_source_to_usage() {
+    let tmp = temp_dir();
+    let csv = tmp.path().join("older.csv");
+    // An older file without the token_count_source column, two passes, two engines in one.
+    let header = HEADER.trim_end_matches(",token_count_source");
+    std::fs::write(
+        &csv,
+        format!(
+            "{header}\n\
+             a,mac,mlx-lm,0.20,,qwen,b1,text,sustained,0,30,256,256,120.5,4000.25,length,false,0,\n\
+             a,mac,llama.cpp,b4000,,qwen,b2,text,sustained,0,31,256,200,130,3000,stop,false,0,\n\
+             b,mac,mlx-lm,0.21,,qwen,b1,text,sustained,0,30,256,256,118,3900,length,false,0,\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("passes");
+    let output = benchpass(&["import", csv.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let a = harness::pass::read_pass(&out.join("a")).unwrap();
+    assert_eq!(a.info.cells.len(), 2);
+    assert_eq!(a.info.machine.name, "mac");
+    assert_eq!(a.runs[1].completion_tokens, Some(200));
+    assert_eq!(a.runs[1].ttft_ms, Some(130.0));
+    assert!(a.runs.iter().all(|r| r.token_count_source == Some(harness::pass::TokenCountSource::Usage)));
+    assert_eq!(harness::pass::read_pass(&out.join("b")).unwrap().runs.len(), 1);
+}
+
+#[test]
+fn a_bad_value_names_the_file_line_column_and_what_was_expected() {
+    let tmp = temp_dir();
+    let csv = tmp.path().join("bad.csv");
+    std::fs::write(
+        &csv,
+        format!(
+            "{HEADER}\n\
+             a,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n\
+             a,mac,e,1,,m,,text,sustained,0,30,256,256,fast,4000,length,false,1,,usage\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("passes");
+    let output = benchpass(&["import", csv.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.csv:3: column `ttft_ms`: expected milliseconds"), "{stderr}");
+    assert!(stderr.contains("found `fast`"), "{stderr}");
+    assert!(!out.join("a").exists(), "nothing is written from a file with errors");
+}
+
+#[test]
+fn a_missing_column_is_named() {
+    let tmp = temp_dir();
+    let csv = tmp.path().join("short.csv");
+    std::fs::write(&csv, "pass_id,machine\na,mac\n").unwrap();
+    let output = benchpass(&["import", csv.to_str().unwrap(), "--out", tmp.path().to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("short.csv:1: missing column `engine`"));
+}

@@ -1,0 +1,137 @@
+//! Bad input and faults: nothing half-written, nothing dropped, nothing leaked.
+
+use harness::pass::{PassStatus, RUNS_FILE};
+
+use crate::support::*;
+
+#[test]
+fn an_unreachable_server_is_one_line_naming_the_url_and_leaves_no_pass() {
+    // Port 9 (discard) on loopback: nothing listens there on a test machine.
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = benchpass(&["run", "--url", "http://127.0.0.1:9", "--model", "m", "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("http://127.0.0.1:9/v1/models"), "{stderr}");
+    assert!(stderr.contains("refused"), "{stderr}");
+    assert!(!out.exists(), "no half-written pass");
+}
+
+#[test]
+fn a_stalled_stream_is_recorded_with_its_error_class_and_the_pass_goes_on() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--stall-after-tokens", "5"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "2", "--max-tokens", "20", "--idle-timeout", "0.3"]);
+    assert_eq!(pass.info.status, PassStatus::Complete);
+    assert_eq!(pass.runs.len(), 2);
+    for run in &pass.runs {
+        assert_eq!(run.error.as_ref().unwrap().class, "idle-timeout");
+        // What arrived before the stall is kept.
+        assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 5);
+    }
+}
+
+#[test]
+fn http_errors_are_recorded_and_the_pass_goes_on() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--fail-every", "2"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "4", "--max-tokens", "8"]);
+    let classes: Vec<_> = pass.runs.iter().map(|r| r.error.as_ref().map(|e| e.class.as_str())).collect();
+    // Requests 1 and 3 (0-based) fail; /tokenize probes are not completions and do not count.
+    assert_eq!(classes, [None, Some("http-500"), None, Some("http-500")]);
+    assert_eq!(pass.runs[1].http_status, Some(500));
+    assert!(pass.runs[1].error.as_ref().unwrap().message.contains("injected failure"));
+}
+
+#[test]
+fn the_api_key_never_reaches_the_disk() {
+    const KEY: &str = "sk-planted-4f1d9c2b7e";
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = std::process::Command::new(BENCHPASS)
+        .args(["run", "--url", &sim.url, "--model", "sim-model", "--runs", "1", "--max-tokens", "4"])
+        .args(["--api-key-env", "BENCHPASS_TEST_KEY", "--progress", "plain", "--out", out.to_str().unwrap()])
+        .env("BENCHPASS_TEST_KEY", KEY)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert!(!String::from_utf8_lossy(&output.stderr).contains(KEY));
+    assert!(!String::from_utf8_lossy(&output.stdout).contains(KEY));
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains(KEY));
+    }
+}
+
+#[test]
+fn a_missing_api_key_variable_is_an_error_before_anything_runs() {
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = benchpass(&[
+        "run", "--url", "http://127.0.0.1:9", "--model", "m", "--api-key-env", "BENCHPASS_SURELY_UNSET", "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("BENCHPASS_SURELY_UNSET"));
+}
+
+#[test]
+fn a_pass_folder_is_never_overwritten() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    run_pass(&sim, &out, &["--runs", "1", "--max-tokens", "4"]);
+    let output = benchpass(&["run", "--url", &sim.url, "--model", "sim-model", "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("already holds a pass"));
+    assert_eq!(harness::pass::read_pass(&out).unwrap().runs.len(), 1);
+}
+
+#[test]
+fn a_torn_last_line_is_reported_and_the_runs_before_it_survive() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    run_pass(&sim, &out, &["--runs", "2", "--max-tokens", "4"]);
+    // A writer killed mid-append leaves a line without its newline.
+    let runs = out.join(RUNS_FILE);
+    let mut text = std::fs::read_to_string(&runs).unwrap();
+    text.push_str("{\"cell\":\"c0\",\"workl");
+    std::fs::write(&runs, text).unwrap();
+
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!(pass.runs.len(), 2);
+    assert_eq!(pass.torn_tail.as_ref().map(|t| t.line), Some(3));
+    let output = benchpass(&["export", out.to_str().unwrap(), "--out", "-"]);
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("line 3 is cut short"));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 3, "header and two runs");
+}
+
+#[test]
+fn weights_are_hashed_into_the_pass() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let weights = tmp.path().join("model");
+    std::fs::create_dir(&weights).unwrap();
+    std::fs::write(weights.join("model.gguf"), "abc").unwrap();
+    let cache = tmp.path().join("cache.json");
+    let pass = run_pass(
+        &sim,
+        &pass_dir(&tmp),
+        &["--runs", "1", "--max-tokens", "4", "--weights", weights.to_str().unwrap(), "--hash-cache", cache.to_str().unwrap()],
+    );
+    let build = &pass.info.cells[0].build;
+    assert_eq!(build.files[0].sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    // sha256 of the one-line listing "ba78…15ad  model.gguf\n".
+    let listing = format!("{}  model.gguf\n", build.files[0].sha256);
+    assert_eq!(build.sha256.as_deref(), Some(harness::provenance::hex(&sha2_digest(listing.as_bytes())).as_str()));
+    assert!(cache.exists(), "the hash cache is saved");
+}
+
+fn sha2_digest(bytes: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).to_vec()
+}

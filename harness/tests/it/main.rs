@@ -1,0 +1,9 @@
+//! Integration tests: the real `benchpass` binary against the real reference engine
+//! (`benchpass sim`) over loopback HTTP. Figures are checked against the sim's schedule, which
+//! is worked out by hand in each test.
+
+mod support;
+
+mod accuracy;
+mod csv_io;
+mod faults;

@@ -1,0 +1,80 @@
+//! Starting the reference engine and running benchpass, as a user would.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+use harness::pass::{read_pass, Pass};
+
+pub const BENCHPASS: &str = env!("CARGO_BIN_EXE_benchpass");
+
+/// One reference engine at a time: tests that assert timings must not share two cores with
+/// another test's engine and client.
+fn engine_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A `benchpass sim` process on a free loopback port, killed when dropped. Holds the engine
+/// lock while it lives.
+pub struct Sim {
+    child: Child,
+    pub url: String,
+    _one_at_a_time: MutexGuard<'static, ()>,
+}
+
+impl Sim {
+    pub fn start(args: &[&str]) -> Sim {
+        let lock = engine_lock();
+        let mut child = Command::new(BENCHPASS)
+            .args(["sim", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("benchpass sim starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("benchpass sim listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line from sim: {line:?}"))
+            .to_owned();
+        Sim { child, url, _one_at_a_time: lock }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn benchpass(args: &[&str]) -> Output {
+    Command::new(BENCHPASS).args(args).output().expect("benchpass runs")
+}
+
+/// Runs `benchpass run --url URL --model sim-model --out DIR --progress quiet ARGS` and reads the pass.
+pub fn run_pass(sim: &Sim, dir: &Path, args: &[&str]) -> Pass {
+    let out = dir.to_str().unwrap();
+    let mut all = vec!["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--out", out, "--progress", "quiet"];
+    all.extend_from_slice(args);
+    let output = benchpass(&all);
+    assert!(output.status.success(), "benchpass run failed: {}", String::from_utf8_lossy(&output.stderr));
+    read_pass(dir).expect("the pass reads back")
+}
+
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+pub fn pass_dir(tmp: &tempfile::TempDir) -> PathBuf {
+    tmp.path().join("pass")
+}
+
+/// |measured − truth| / truth.
+pub fn relative_error(measured: f64, truth: f64) -> f64 {
+    (measured - truth).abs() / truth
+}
