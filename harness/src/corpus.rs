@@ -51,12 +51,14 @@ impl Words {
     }
 }
 
-/// Corpus text for repetition `rep`, at least `min_chars` long, starting at a paragraph that
-/// differs between repetitions so that an engine's prompt cache cannot serve a later one.
-pub fn excerpt(rep: u32, min_chars: usize) -> String {
+/// Corpus text at least `min_chars` long for excerpt `index` of a prompt target. Each (target,
+/// index) starts at its own paragraph, so that a prompt shares no prefix with the one before it
+/// and an engine's prompt cache cannot serve it.
+pub fn excerpt(target: u64, index: u32, min_chars: usize) -> String {
     let paragraphs = paragraphs();
-    // Seven starting points spread over the corpus; 7 is prime, so they cycle evenly.
-    let start = (rep as usize % 7) * paragraphs.len() / 7;
+    // Stride 97 (prime, and prime to the paragraph count) visits every paragraph before any
+    // start repeats; the target shifts the sequence so that targets do not share starts either.
+    let start = (index as usize * 97 + target as usize * 31) % paragraphs.len();
     let mut text = String::new();
     for paragraph in paragraphs.iter().cycle().skip(start) {
         if text.len() >= min_chars {
@@ -92,14 +94,17 @@ mod tests {
     }
 
     #[test]
-    fn repetitions_start_at_different_places() {
-        assert_ne!(excerpt(0, 500)[..200], excerpt(1, 500)[..200]);
-        assert_eq!(excerpt(0, 500), excerpt(7, 500));
+    fn excerpts_start_at_different_places() {
+        let starts: std::collections::HashSet<String> = (0..50)
+            .flat_map(|index| [128, 2048].map(|target| cut_at(&excerpt(target, index, 100), 100).to_owned()))
+            .collect();
+        assert_eq!(starts.len(), 100, "no two (target, index) pairs share a start");
+        assert_ne!(paragraphs().len() % 97, 0, "the stride must be prime to the paragraph count");
     }
 
     #[test]
     fn excerpts_wrap_around_to_reach_any_length() {
-        assert!(excerpt(6, CORPUS.len() * 2).len() >= CORPUS.len() * 2);
+        assert!(excerpt(0, 6, CORPUS.len() * 2).len() >= CORPUS.len() * 2);
     }
 
     #[test]

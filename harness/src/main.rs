@@ -61,7 +61,8 @@ struct RunArgs {
     /// A weight file or folder to hash (SHA-256 of every file, cached by path, size, mtime).
     #[arg(long, value_name = "PATH")]
     weights: Option<PathBuf>,
-    /// Where the weight-hash cache lives [default: ~/.cache/benchpass/weight-hashes.json].
+    /// Where the weight-hash cache lives [default: $BENCHPASS_CACHE_DIR, $XDG_CACHE_HOME/benchpass
+    /// or ~/.cache/benchpass, file weight-hashes.json].
     #[arg(long, value_name = "FILE")]
     hash_cache: Option<PathBuf>,
     /// Server path: `text`, or e.g. `vision`, `spec` for a lane with speculation.
@@ -290,6 +291,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         Some(text) => {
             let value: serde_json::Value = serde_json::from_str(text).context("--extra is not valid JSON")?;
             anyhow::ensure!(value.is_object(), "--extra must be a JSON object, e.g. '{{\"reasoning_effort\":\"none\"}}'");
+            // These are what benchpass measures by; overriding them would silently change the protocol.
+            const OWN: [&str; 7] = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature"];
+            if let Some(key) = OWN.iter().find(|k| value.get(**k).is_some()) {
+                anyhow::bail!("--extra may not set `{key}`: benchpass sets it from its own flags");
+            }
             Some(value)
         }
         None => None,
@@ -302,11 +308,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         weights: args.weights,
         hash_cache: args.hash_cache,
         lane: args.lane,
-        workload,
-        runs: args.runs,
-        warmup: args.warmup,
-        max_tokens: args.max_tokens,
-        prompt_tokens: args.prompt_tokens,
+        steps: harness::runner::steps_for(workload, &args.prompt_tokens, args.runs, args.warmup, args.max_tokens),
         concurrency: args.concurrency,
         api_key_env: args.api_key_env,
         request: RequestConfig {
@@ -332,13 +334,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let summary = runtime()?.block_on(run_pass(options))?;
-    let source = summary.token_count_source.map_or("none", |s| s.as_str());
+    let sources: Vec<_> = summary.token_count_sources.iter().map(|s| s.as_str()).collect();
+    let sources = if sources.is_empty() { "nowhere".to_owned() } else { sources.join(" and ") };
     println!("{}", summary.dir.display());
     eprintln!(
-        "{} runs recorded ({} failed, {} short-stopped); token counts from {source}",
+        "{} runs recorded ({} failed, {} short-stopped); token counts from {sources}",
         summary.n_runs, summary.n_failed, summary.n_short
     );
-    if source == "estimate" {
+    if summary.token_count_sources.contains(&harness::pass::TokenCountSource::Estimate) {
         eprintln!("warning: the server sent no usage and has no tokenizer endpoint: token counts are estimates (4 characters a token)");
     }
     Ok(match summary.status {

@@ -32,7 +32,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(mode: ProgressMode, total_runs: u64, _max_tokens: u64) -> Progress {
+    pub fn new(mode: ProgressMode, total_runs: u64) -> Progress {
         let bar = mode.wants_bar().then(|| {
             let bar = ProgressBar::with_draw_target(Some(total_runs), ProgressDrawTarget::stderr());
             bar.set_style(

@@ -27,11 +27,8 @@ pub struct RunOptions {
     pub weights: Option<PathBuf>,
     pub hash_cache: Option<PathBuf>,
     pub lane: String,
-    pub workload: Workload,
-    pub runs: u32,
-    pub warmup: u32,
-    pub max_tokens: u64,
-    pub prompt_tokens: Vec<u64>,
+    /// In order; see [`steps_for`] for the command line's shape.
+    pub steps: Vec<Step>,
     pub concurrency: u32,
     /// The name of the variable that holds the API key; the key itself is never stored.
     pub api_key_env: Option<String>,
@@ -49,19 +46,30 @@ pub struct PassSummary {
     pub n_runs: usize,
     pub n_failed: usize,
     pub n_short: usize,
-    pub token_count_source: Option<TokenCountSource>,
+    /// Every source the runs' token counts came from.
+    pub token_count_sources: Vec<TokenCountSource>,
 }
 
 struct Job {
     workload: Workload,
     target: u64,
+    max_tokens: u64,
     rep: u32,
     warmup: bool,
     prompt: Arc<String>,
 }
 
+/// The steps of a command-line pass: one per prompt target (one target, 0, for sustained),
+/// each with the same runs, warmups and cap.
+pub fn steps_for(workload: Workload, targets: &[u64], runs: u32, warmup: u32, max_tokens: u64) -> Vec<Step> {
+    let targets = if workload == Workload::Sustained { &[0][..] } else { targets };
+    targets
+        .iter()
+        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs })
+        .collect()
+}
+
 pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
-    let cpu_at_start = provenance::process_cpu_seconds();
     let started_at = provenance::utc_now_rfc3339();
     let base = probe::base_url(&options.url)?;
     let api_key = match &options.api_key_env {
@@ -107,6 +115,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
 
     let jobs = plan_jobs(&options, &http, &counter).await?;
     let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
+    check_pass_id(&pass_id)?;
     let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
     let mut info = PassInfo {
         schema_version: SCHEMA_VERSION,
@@ -127,16 +136,13 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
             api: options.request.api.as_str().to_owned(),
             temperature: options.request.temperature,
             seed: options.request.seed,
-            max_tokens: options.max_tokens,
             ignore_eos: options.request.ignore_eos,
             min_tokens: options.request.min_tokens,
+            extra: options.request.extra.clone(),
             concurrency: options.concurrency,
-            warmup: options.warmup,
-            runs: options.runs,
-            workload: options.workload,
-            prompt_tokens: options.prompt_tokens.clone(),
             first_token_timeout_s: options.request.first_token_timeout.as_secs_f64(),
             idle_timeout_s: options.request.idle_timeout.as_secs_f64(),
+            steps: options.steps.clone(),
         }),
         harness_cpu_seconds: None,
         imported_from: None,
@@ -144,7 +150,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let mut writer = PassWriter::create(&dir, &info)?;
 
     let url = format!("{base}{}", options.request.api.path());
-    let progress = Progress::new(options.progress, jobs.len() as u64, options.max_tokens);
+    let progress = Progress::new(options.progress, jobs.len() as u64);
     let context = RunContext { http: &http, url: &url, api_key: api_key.as_deref(), options: &options, counter: &counter };
     let mut summary = PassSummary {
         dir: dir.clone(),
@@ -152,11 +158,13 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         n_runs: 0,
         n_failed: 0,
         n_short: 0,
-        token_count_source: None,
+        token_count_sources: Vec::new(),
     };
 
-    // Warmups finish before measured runs start, target by target.
-    let phases = jobs.chunk_by(|a, b| (a.target, a.warmup) == (b.target, b.warmup));
+    // CPU from here on is the measuring itself (not hashing or prompt cutting).
+    let cpu_at_start = provenance::process_cpu_seconds();
+    // Warmups finish before measured runs start, step by step.
+    let phases = jobs.chunk_by(|a, b| (a.workload, a.target, a.warmup) == (b.workload, b.target, b.warmup));
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     'phases: for phase in phases {
@@ -198,14 +206,18 @@ fn tally(summary: &mut PassSummary, run: &RunRecord) {
     } else if is_short_stop(run) {
         summary.n_short += 1;
     }
-    if run.token_count_source.is_some() {
-        summary.token_count_source = run.token_count_source;
+    if let Some(source) = run.token_count_source {
+        if !summary.token_count_sources.contains(&source) {
+            summary.token_count_sources.push(source);
+        }
     }
 }
 
 /// A run that ended before its token cap: its decode rate is a burst, not sustained decode.
+/// A failed run is a failure, not a short stop.
 pub fn is_short_stop(run: &RunRecord) -> bool {
-    run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens)
+    run.error.is_none()
+        && (run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens))
 }
 
 fn default_pass_id(started_at: &str, engine: &str) -> String {
@@ -218,28 +230,41 @@ fn default_pass_id(started_at: &str, engine: &str) -> String {
     format!("{}-{}-{engine}", &stamp[..8], &stamp[8..14])
 }
 
-/// The runs of the pass in order: per prompt target, its warmups then its measured runs.
+/// A pass id names a folder: letters, digits, `.`, `_` and `-`, not starting with `.`.
+pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
+    let ok = !pass_id.is_empty()
+        && !pass_id.starts_with('.')
+        && pass_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    anyhow::ensure!(ok, "pass id `{pass_id}`: use letters, digits, `.`, `_` and `-` (it names a folder), not starting with `.`");
+    Ok(())
+}
+
+/// The runs of the pass in order: per step, its warmups then its measured runs.
 async fn plan_jobs(options: &RunOptions, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
-    let targets = match options.workload {
-        Workload::Sustained => vec![0],
-        _ => options.prompt_tokens.clone(),
-    };
     let mut jobs = Vec::new();
-    for target in targets {
+    for step in &options.steps {
         for warmup in [true, false] {
-            let n = if warmup { options.warmup } else { options.runs };
+            let n = if warmup { step.warmup } else { step.runs };
             for rep in 0..n {
-                let prompt = match options.workload {
+                let prompt = match step.workload {
                     Workload::Sustained => corpus::SUSTAINED_PROMPT.to_owned(),
                     // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
                     _ => {
-                        let excerpt_index = if warmup { options.runs + rep } else { rep };
+                        let excerpt_index = if warmup { step.runs + rep } else { rep };
+                        let target = step.target_prompt_tokens;
                         cut_prompt(target, excerpt_index, http, counter)
                             .await
                             .with_context(|| format!("cutting a {target}-token prompt"))?
                     }
                 };
-                jobs.push(Job { workload: options.workload, target, rep, warmup, prompt: Arc::new(prompt) });
+                jobs.push(Job {
+                    workload: step.workload,
+                    target: step.target_prompt_tokens,
+                    max_tokens: step.max_tokens,
+                    rep,
+                    warmup,
+                    prompt: Arc::new(prompt),
+                });
             }
         }
     }
@@ -249,8 +274,13 @@ async fn plan_jobs(options: &RunOptions, http: &reqwest::Client, counter: &Token
 /// The longest prompt (instruction + excerpt) whose token count does not pass `target`, found
 /// by bisection on its length in characters.
 async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<String> {
+    let instruction = counter.count(http, &corpus::prompt_of("", 0)).await?;
+    anyhow::ensure!(
+        instruction <= target,
+        "a {target}-token prompt cannot hold the {instruction}-token instruction; ask for at least {instruction}"
+    );
     // English prose runs 3–6 characters a token; 8 per token leaves room for any tokenizer.
-    let excerpt = corpus::excerpt(excerpt_index, target as usize * 8 + 1000);
+    let excerpt = corpus::excerpt(target, excerpt_index, target as usize * 8 + 1000);
     let (mut fits, mut too_long) = (0usize, excerpt.chars().count() + 1);
     while too_long - fits > 1 {
         let mid = fits + (too_long - fits) / 2;
@@ -273,7 +303,7 @@ struct RunContext<'a> {
 
 async fn run_one(context: &RunContext<'_>, job: &Job) -> RunRecord {
     let options = context.options;
-    let body = options.request.body(&job.prompt, options.max_tokens);
+    let body = options.request.body(&job.prompt, job.max_tokens);
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -286,7 +316,7 @@ async fn run_one(context: &RunContext<'_>, job: &Job) -> RunRecord {
         target_prompt_tokens: job.target,
         rep: job.rep,
         warmup: job.warmup,
-        max_tokens: options.max_tokens,
+        max_tokens: job.max_tokens,
         concurrency: options.concurrency,
         started_unix_ms,
         prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.as_bytes()))),

@@ -1,1 +1,43 @@
-fn main() {}
+//! `cargo xtask`: project tasks. Thin by design: it parses arguments and calls library code,
+//! so that everything worth testing lives in a crate that `cargo test` covers.
+
+mod bench;
+mod demo;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  demo [--out DIR]        start the reference engine, run a short seed-shaped pass against it,
+                          summarise it, and print where everything is
+  bench client [--quick]  client CPU time per streamed token and timing error at 1, 32 and
+                          256 concurrent streams against the reference engine (release build)
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["demo", rest @ ..] => demo::run(rest),
+        ["bench", "client", rest @ ..] => bench::client(rest),
+        ["help" | "--help" | "-h"] | [] => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(anyhow::anyhow!("unknown task `{}`\n\n{USAGE}", args.join(" "))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask's manifest sits one level below it).
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+}

@@ -80,6 +80,8 @@ pub enum ImportError {
     BadValue { path: PathBuf, line: u64, column: &'static str, expected: &'static str, found: String },
     #[error("{path}:{line}: pass `{pass_id}` has machine `{found}` here but `{first}` earlier; a pass runs on one machine")]
     MixedMachines { path: PathBuf, line: u64, pass_id: String, first: String, found: String },
+    #[error("{path}: {message}")]
+    BadPassId { path: PathBuf, message: String },
     #[error("{path}: no runs in the file")]
     Empty { path: PathBuf },
     #[error(transparent)]
@@ -168,6 +170,17 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
         return Err(ImportError::Empty { path });
     }
 
+    // Check every folder before writing any, so that a failed import leaves nothing behind.
+    for build in &passes {
+        crate::runner::check_pass_id(&build.pass_id).map_err(|e| ImportError::BadPassId {
+            path: path.clone(),
+            message: format!("{e:#}"),
+        })?;
+        let dir = out_dir.join(&build.pass_id);
+        if dir.join(super::store::PASS_FILE).exists() || dir.join(super::store::RUNS_FILE).exists() {
+            return Err(PassError::AlreadyExists { path: dir }.into());
+        }
+    }
     let file_name = csv_path.file_name().map(|n| n.to_string_lossy().into_owned());
     let mut written = Vec::new();
     for build in passes {
@@ -249,6 +262,7 @@ impl Row<'_> {
     }
 
     fn run(&self, cell: String) -> Result<RunRecord, ImportError> {
+        const COUNT: &str = "a whole number of tokens, or empty";
         let workload = Workload::parse(self.raw("workload").unwrap_or(""))
             .ok_or_else(|| self.bad("workload", "one of sustained, prompt-matrix, pp-tg"))?;
         let warmup = match self.raw("warmup").unwrap_or("") {
@@ -256,16 +270,17 @@ impl Row<'_> {
             "false" | "0" | "" => false,
             _ => return Err(self.bad("warmup", "true or false")),
         };
+        let completion_tokens = self.parsed("completion_tokens", COUNT)?;
         let token_count_source = match self.raw("token_count_source") {
-            // The column is optional: files from before it existed counted from usage.
-            None => Some(TokenCountSource::Usage),
+            // The column is optional: files from before it existed counted from usage (where
+            // they counted at all: a failed run may have no counts).
+            None => completion_tokens.map(|_| TokenCountSource::Usage),
             Some("") => None,
             Some(s) => Some(
                 TokenCountSource::parse(s)
                     .ok_or_else(|| self.bad("token_count_source", "one of usage, tokenizer, estimate"))?,
             ),
         };
-        const COUNT: &str = "a whole number of tokens, or empty";
         Ok(RunRecord {
             cell,
             workload,
@@ -277,7 +292,7 @@ impl Row<'_> {
             started_unix_ms: 0,
             prompt_sha256: None,
             prompt_tokens: self.parsed("prompt_tokens", COUNT)?,
-            completion_tokens: self.parsed("completion_tokens", COUNT)?,
+            completion_tokens,
             token_count_source,
             ttft_ms: self.millis("ttft_ms")?,
             decode_ms: self.millis("decode_ms")?,

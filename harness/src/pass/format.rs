@@ -80,7 +80,7 @@ pub struct EngineInfo {
     pub name: String,
     /// As the server reported it, or as the user gave it; empty when neither.
     pub version: String,
-    /// Where `version` came from: `user`, an endpoint such as `GET /version`, or `unknown`.
+    /// Where `version` came from: `user`, an endpoint such as `GET /version`, `imported`, or `unknown`.
     pub version_source: String,
     /// SHA-256 of the engine executable, when benchpass was told where it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,17 +113,28 @@ pub struct RequestParams {
     pub temperature: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    pub max_tokens: u64,
     pub ignore_eos: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_tokens: Option<u64>,
+    /// Extra JSON merged into every request body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<Value>,
     pub concurrency: u32,
-    pub warmup: u32,
-    pub runs: u32,
-    pub workload: Workload,
-    pub prompt_tokens: Vec<u64>,
     pub first_token_timeout_s: f64,
     pub idle_timeout_s: f64,
+    /// What the pass runs, in order.
+    pub steps: Vec<Step>,
+}
+
+/// One workload at one prompt target: its warmups, then its measured runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub workload: Workload,
+    /// 0 for the sustained workload.
+    pub target_prompt_tokens: u64,
+    pub max_tokens: u64,
+    pub warmup: u32,
+    pub runs: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

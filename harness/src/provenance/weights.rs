@@ -3,9 +3,9 @@
 //! not read again.
 //!
 //! The folded build hash is the SHA-256 of the `sha256sum`-style listing of every file,
-//! sorted by relative path: `"<hex sha256>  <relative path>\n"` per file. Anyone can recompute
-//! it with `find . -type f | sort | xargs sha256sum | sha256sum` (run from the weights folder,
-//! paths without the leading `./`).
+//! sorted by relative path in byte order: `"<hex sha256>  <relative path>\n"` per file. Anyone
+//! can recompute it from inside the weights folder (docs/raw-format.md explains each part):
+//! `find -L . ! -path '*/.*' -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 sha256sum -- | sha256sum`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -99,7 +99,8 @@ pub fn hash_weights(path: &Path, cache: &mut HashCache, progress: &dyn HashProgr
     let root = path.canonicalize().with_context(|| format!("weights {}: cannot open", path.display()))?;
     let mut candidates = Vec::new();
     if root.is_file() {
-        let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // The name the user gave, not a link's target (Hugging Face blobs are named by hash).
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         candidates.push(candidate(&root, name)?);
     } else {
         collect(&root, &root, &mut candidates)?;
