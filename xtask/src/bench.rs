@@ -49,10 +49,14 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
             .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
             .args(["--max-tokens", "128", "--runs", &setting.runs.to_string()])
             .args(["--concurrency", &setting.streams.to_string(), "--out", out.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .status()?;
+            .output()?;
         drop(sim);
-        anyhow::ensure!(status.success(), "benchpass run failed at {} streams", setting.streams);
+        anyhow::ensure!(
+            status.status.success(),
+            "benchpass run failed at {} streams: {}",
+            setting.streams,
+            String::from_utf8_lossy(&status.stderr)
+        );
         let row = measure(&out)?;
         println!(
             "| {} | {} | {} | {:.1} | {:.3}% / {:.3}% | {:.2} ms / {:.2} ms | {} |",

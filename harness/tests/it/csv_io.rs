@@ -89,3 +89,24 @@ fn a_missing_column_is_named() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("short.csv:1: missing column `engine`"));
 }
+
+#[test]
+fn a_pass_id_that_would_escape_the_folder_is_refused_and_nothing_is_written() {
+    let tmp = temp_dir();
+    let csv = tmp.path().join("evil.csv");
+    std::fs::write(
+        &csv,
+        format!(
+            "{HEADER}\n\
+             good,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n\
+             ../escape,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("passes");
+    let output = benchpass(&["import", csv.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("pass id `../escape`"));
+    assert!(!out.join("good").exists(), "no partial import");
+    assert!(!tmp.path().join("escape").exists());
+}

@@ -135,3 +135,34 @@ fn sha2_digest(bytes: &[u8]) -> Vec<u8> {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).to_vec()
 }
+
+#[test]
+fn ctrl_c_keeps_the_finished_runs_and_marks_the_pass_interrupted() {
+    // 20 tokens at 20 tok/s: about a second a run, so the interrupt lands mid-pass.
+    let sim = Sim::start(&["--decode-tps", "20"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let mut child = std::process::Command::new(BENCHPASS)
+        .args(["run", "--url", &sim.url, "--model", "sim-model", "--runs", "10", "--max-tokens", "20"])
+        .args(["--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the first run to land on disk, then interrupt as a terminal's Ctrl-C would.
+    let runs = out.join(RUNS_FILE);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_to_string(&runs).map_or(true, |t| t.lines().count() < 1) {
+        assert!(std::time::Instant::now() < deadline, "no run finished in 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(130));
+
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!(pass.info.status, PassStatus::Interrupted);
+    assert!(pass.torn_tail.is_none());
+    assert!((1..10).contains(&pass.runs.len()), "{} runs", pass.runs.len());
+    assert!(pass.runs.iter().all(|r| r.error.is_none() && r.completion_tokens == Some(20)));
+}
