@@ -3,7 +3,12 @@
 //!
 //! It reads passes through [`harness::pass`] and does no other I/O: no sockets, no processes,
 //! no writing. Rendering the figures into files is the job of `xtask` and the templates.
+//! docs/statistics.md explains the method.
 
+pub mod band;
+pub mod cells;
+pub mod diff;
 pub mod ranksum;
+pub mod reasons;
 pub mod runs;
 pub mod summary;

@@ -1,16 +1,15 @@
-//! One row per run with the figures of docs/metrics.md worked out: the table every statistic
-//! starts from.
+//! One row per run with the figures of docs/metrics.md worked out and the provenance of its
+//! cell beside it: the table every statistic starts from.
 
 use harness::metrics;
 use harness::pass::{Pass, TokenCountSource, Workload};
 use harness::runner::is_short_stop;
+use sha2::{Digest, Sha256};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunFacts {
+    pub pass_id: String,
     pub cell: String,
-    pub engine: String,
-    pub model: String,
-    pub lane: String,
     pub workload: Workload,
     pub target_prompt_tokens: u64,
     pub rep: u32,
@@ -24,19 +23,30 @@ pub struct RunFacts {
     pub failed: bool,
     pub short_stop: bool,
     pub token_count_source: Option<TokenCountSource>,
+    pub prompt_sha256: Option<String>,
+    /// SHA-256 of the text and reasoning the run produced; absent for imported runs.
+    pub output_sha256: Option<String>,
+    /// Speculative decoding: draft tokens proposed and accepted (llama.cpp `timings`).
+    pub draft_n: Option<u64>,
+    pub draft_n_accepted: Option<u64>,
 }
 
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
     pass.runs
         .iter()
         .map(|run| {
-            let cell = pass.cell(&run.cell);
-            let field = |f: fn(&harness::pass::CellInfo) -> &String| cell.map(f).cloned().unwrap_or_default();
+            let output_sha256 = (!run.events.is_empty()).then(|| {
+                let mut hasher = Sha256::new();
+                for event in &run.events {
+                    hasher.update(event.reasoning.as_bytes());
+                    hasher.update(event.text.as_bytes());
+                }
+                harness::provenance::hex(&hasher.finalize())
+            });
+            let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);
             RunFacts {
+                pass_id: pass.info.pass_id.clone(),
                 cell: run.cell.clone(),
-                engine: field(|c| &c.engine.name),
-                model: field(|c| &c.model),
-                lane: field(|c| &c.lane),
                 workload: run.workload,
                 target_prompt_tokens: run.target_prompt_tokens,
                 rep: run.rep,
@@ -50,6 +60,10 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 failed: run.is_error(),
                 short_stop: is_short_stop(run),
                 token_count_source: run.token_count_source,
+                prompt_sha256: run.prompt_sha256.clone(),
+                output_sha256,
+                draft_n: timing("draft_n"),
+                draft_n_accepted: timing("draft_n_accepted"),
             }
         })
         .collect()

@@ -65,6 +65,10 @@ struct RunArgs {
     /// or ~/.cache/benchpass, file weight-hashes.json].
     #[arg(long, value_name = "FILE")]
     hash_cache: Option<PathBuf>,
+    /// The model family that reports compare engines on, when it differs from --model
+    /// (e.g. `qwen3-8b` for both `qwen3-8b-q4_k_m.gguf` and `mlx-community/Qwen3-8B-4bit`).
+    #[arg(long)]
+    family: Option<String>,
     /// Server path: `text`, or e.g. `vision`, `spec` for a lane with speculation.
     #[arg(long, default_value = "text")]
     lane: String,
@@ -308,6 +312,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         weights: args.weights,
         hash_cache: args.hash_cache,
         lane: args.lane,
+        family: args.family,
         steps: harness::runner::steps_for(workload, &args.prompt_tokens, args.runs, args.warmup, args.max_tokens),
         concurrency: args.concurrency,
         api_key_env: args.api_key_env,

@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub weights: Option<PathBuf>,
     pub hash_cache: Option<PathBuf>,
     pub lane: String,
+    /// The model family, when it differs from the model id.
+    pub family: Option<String>,
     /// In order; see [`steps_for`] for the command line's shape.
     pub steps: Vec<Step>,
     pub concurrency: u32,
@@ -129,6 +131,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
             id: "c0".to_owned(),
             engine: EngineInfo { name: options.engine.clone(), version, version_source, sha256: engine_sha256, url: Some(base.clone()) },
             model: options.request.model.clone(),
+            family: options.family.clone(),
             lane: options.lane.clone(),
             build,
         }],

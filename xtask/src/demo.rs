@@ -40,6 +40,7 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
         weights: None,
         hash_cache: None,
         lane: "text".to_owned(),
+        family: None,
         steps: vec![
             Step { warmup: 1, ..step(Workload::Sustained, 0, 3) },
             step(Workload::PromptMatrix, 128, 3),
@@ -69,7 +70,8 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     let report_dir = root.join("reports").join(&pass.info.pass_id);
     std::fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
     let report = report_dir.join("summary.md");
-    let markdown = analysis::summary::render_markdown(&pass);
+    let steps = analysis::cells::summarize(&pass)?;
+    let markdown = analysis::summary::render_markdown(&pass, &steps);
     std::fs::write(&report, &markdown).with_context(|| format!("writing {}", report.display()))?;
     println!("{markdown}");
     println!("pass:    {}", summary.dir.display());

@@ -153,6 +153,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
                 url: None,
             },
             model: row.text("model")?,
+            family: None,
             lane: row.text("lane")?,
             build: BuildInfo { sha256: row.optional_text("build_sha256")?, files: vec![] },
         };

@@ -71,6 +71,10 @@ pub struct CellInfo {
     pub id: String,
     pub engine: EngineInfo,
     pub model: String,
+    /// The model family that rows compare engines on (e.g. `qwen3-8b` for a GGUF and an MLX
+    /// build of it); absent means the model id is the family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     pub lane: String,
     pub build: BuildInfo,
 }
@@ -265,6 +269,12 @@ impl EventRecord {
     /// A token event carries text or reasoning text; a role-only or finish event does not.
     pub fn carries_tokens(&self) -> bool {
         !self.text.is_empty() || !self.reasoning.is_empty()
+    }
+}
+
+impl CellInfo {
+    pub fn family(&self) -> &str {
+        self.family.as_deref().unwrap_or(&self.model)
     }
 }
 

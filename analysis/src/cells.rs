@@ -1,0 +1,386 @@
+//! Per-cell figures of one pass: for each cell, workload and prompt target, the run counts,
+//! the median of each metric with its noise band, and every reason the figures may not be
+//! read at face value, including those that come from comparing engines in one row.
+
+use std::collections::BTreeMap;
+
+use harness::pass::{Pass, TokenCountSource, Workload};
+use polars::prelude::*;
+
+use crate::band::{band, Band};
+use crate::reasons::{Reason, ReasonCode};
+use crate::runs::{run_facts, RunFacts};
+
+/// How far actual prompt tokens may be from the target before `prompt-size` is raised: 10 %
+/// (a chat template adds a few tokens; a tokenizer that differs from the cutter's adds more).
+pub const PROMPT_TARGET_MARGIN: f64 = 0.10;
+/// How far actual prompt tokens may differ between figures compared: 5 %.
+pub const PROMPT_SPREAD_MARGIN: f64 = 0.05;
+/// Runs a band needs.
+pub const MIN_RUNS_FOR_BAND: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MetricKind {
+    DecodeTps,
+    TtftMs,
+    PrefillTps,
+    PromptTokens,
+}
+
+impl MetricKind {
+    pub const ALL: [MetricKind; 4] = [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps, MetricKind::PromptTokens];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::DecodeTps => "decode_tps",
+            MetricKind::TtftMs => "ttft_ms",
+            MetricKind::PrefillTps => "prefill_tps",
+            MetricKind::PromptTokens => "prompt_tokens",
+        }
+    }
+
+    pub fn unit(self) -> &'static str {
+        match self {
+            MetricKind::DecodeTps | MetricKind::PrefillTps => "tok/s",
+            MetricKind::TtftMs => "ms",
+            MetricKind::PromptTokens => "tokens",
+        }
+    }
+
+    /// For TTFT lower is faster.
+    pub fn higher_is_faster(self) -> bool {
+        !matches!(self, MetricKind::TtftMs)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    pub kind: MetricKind,
+    pub median: f64,
+    /// The per-run values the median came from, in run order.
+    pub values: Vec<f64>,
+    pub band: Band,
+}
+
+/// One cell at one workload and target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellStep {
+    pub pass_id: String,
+    pub machine: String,
+    pub cell: String,
+    pub engine: String,
+    pub engine_version: String,
+    pub engine_sha256: Option<String>,
+    pub model: String,
+    pub family: String,
+    pub build_sha256: Option<String>,
+    pub lane: String,
+    pub workload: Workload,
+    pub target_prompt_tokens: u64,
+    pub max_tokens: u64,
+    /// Measured runs the pass planned for this step, where the pass says.
+    pub n_planned: Option<u32>,
+    /// Measured runs recorded (warmups are not counted).
+    pub n_runs: usize,
+    pub n_failed: usize,
+    pub n_short: usize,
+    pub decode: Option<Metric>,
+    pub ttft: Option<Metric>,
+    pub prefill: Option<Metric>,
+    pub prompt_tokens: Option<Metric>,
+    /// The sources of the token counts, joined by `+` (`usage`, `usage+estimate`, …).
+    pub token_count_source: String,
+    /// Accepted ÷ proposed draft tokens, where the engine reports them.
+    pub spec_acceptance: Option<f64>,
+    pub reasons: Vec<Reason>,
+}
+
+impl CellStep {
+    pub fn metric(&self, kind: MetricKind) -> Option<&Metric> {
+        match kind {
+            MetricKind::DecodeTps => self.decode.as_ref(),
+            MetricKind::TtftMs => self.ttft.as_ref(),
+            MetricKind::PrefillTps => self.prefill.as_ref(),
+            MetricKind::PromptTokens => self.prompt_tokens.as_ref(),
+        }
+    }
+
+    pub fn has(&self, code: ReasonCode) -> bool {
+        self.reasons.iter().any(|r| r.code == code)
+    }
+
+    /// The decode rate came from runs that all stopped early: it is a burst.
+    pub fn decode_is_burst(&self) -> bool {
+        self.n_short > 0 && self.n_short == self.n_runs - self.n_failed
+    }
+}
+
+/// The figures of every cell, workload and target of `pass`, in pass order.
+pub fn summarize(pass: &Pass) -> PolarsResult<Vec<CellStep>> {
+    let facts: Vec<RunFacts> = run_facts(pass).into_iter().filter(|f| !f.warmup).collect();
+    let groups = aggregate(&facts)?;
+    let mut steps: Vec<CellStep> = groups.into_iter().map(|g| cell_step(pass, &facts, g)).collect();
+    compare_rows(&mut steps);
+    Ok(steps)
+}
+
+/// What polars works out per (cell, workload, target).
+struct Group {
+    cell: String,
+    workload: Workload,
+    target: u64,
+    n: usize,
+    n_failed: usize,
+    n_short: usize,
+    max_tokens: u64,
+    decode_full: (Option<f64>, Vec<f64>),
+    decode_short: (Option<f64>, Vec<f64>),
+    ttft: (Option<f64>, Vec<f64>),
+    prefill: (Option<f64>, Vec<f64>),
+    prompt: (Option<f64>, Vec<f64>),
+    draft_n: u64,
+    draft_accepted: u64,
+}
+
+/// Groups measured runs and takes each metric's median and values. Polars' median of an even
+/// count is the mean of the middle two (linear interpolation at ½), the textbook definition.
+fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
+    let f64s = |get: fn(&RunFacts) -> Option<f64>| facts.iter().map(get).collect::<Vec<_>>();
+    let df = df!(
+        "cell" => facts.iter().map(|f| f.cell.as_str()).collect::<Vec<_>>(),
+        "workload" => facts.iter().map(|f| f.workload.as_str()).collect::<Vec<_>>(),
+        "target" => facts.iter().map(|f| f.target_prompt_tokens).collect::<Vec<_>>(),
+        "failed" => facts.iter().map(|f| f.failed).collect::<Vec<_>>(),
+        "short" => facts.iter().map(|f| f.short_stop).collect::<Vec<_>>(),
+        "max_tokens" => facts.iter().map(|f| f.max_tokens).collect::<Vec<_>>(),
+        "decode" => f64s(|f| f.decode_tps),
+        "ttft" => f64s(|f| f.ttft_ms),
+        "prefill" => f64s(|f| f.prefill_tps),
+        "prompt" => f64s(|f| f.prompt_tokens.map(|n| n as f64)),
+        "draft_n" => facts.iter().map(|f| f.draft_n).collect::<Vec<_>>(),
+        "draft_accepted" => facts.iter().map(|f| f.draft_n_accepted).collect::<Vec<_>>(),
+    )?;
+    let ok = col("failed").not();
+    let full = ok.clone().and(col("short").not());
+    let short = ok.clone().and(col("short"));
+    let metric = |name: &str, keep: Expr, out: &str| {
+        let values = col(name).filter(keep).drop_nulls();
+        [values.clone().median().alias(format!("{out}_median")), values.alias(format!("{out}_values"))]
+    };
+    let mut aggs = vec![
+        len().alias("n"),
+        col("failed").cast(DataType::UInt32).sum().alias("n_failed"),
+        col("short").and(ok.clone()).cast(DataType::UInt32).sum().alias("n_short"),
+        col("max_tokens").max().alias("max_tokens"),
+        col("draft_n").sum().alias("draft_n_sum"),
+        col("draft_accepted").sum().alias("draft_accepted_sum"),
+    ];
+    aggs.extend(metric("decode", full, "decode"));
+    aggs.extend(metric("decode", short, "decode_short"));
+    for name in ["ttft", "prefill", "prompt"] {
+        aggs.extend(metric(name, ok.clone(), name));
+    }
+    let out = df.lazy().group_by_stable([col("cell"), col("workload"), col("target")]).agg(aggs).collect()?;
+
+    let strs = |name: &str| -> PolarsResult<Vec<String>> {
+        Ok(out.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
+    };
+    let u64s = |name: &str| -> PolarsResult<Vec<u64>> {
+        let column = out.column(name)?.cast(&DataType::UInt64)?;
+        Ok(column.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
+    };
+    let metric_of = |name: &str| -> PolarsResult<Vec<(Option<f64>, Vec<f64>)>> {
+        let medians: Vec<Option<f64>> = out.column(&format!("{name}_median"))?.f64()?.iter().collect();
+        let lists = out.column(&format!("{name}_values"))?.list()?.clone();
+        let mut result = Vec::with_capacity(medians.len());
+        for (i, median) in medians.into_iter().enumerate() {
+            let values: Vec<f64> = match lists.get_as_series(i) {
+                Some(series) => series.f64()?.iter().flatten().collect(),
+                None => Vec::new(),
+            };
+            result.push((median, values));
+        }
+        Ok(result)
+    };
+    let (cells, workloads, targets) = (strs("cell")?, strs("workload")?, u64s("target")?);
+    let (n, n_failed, n_short, max_tokens) = (u64s("n")?, u64s("n_failed")?, u64s("n_short")?, u64s("max_tokens")?);
+    let (draft_n, draft_accepted) = (u64s("draft_n_sum")?, u64s("draft_accepted_sum")?);
+    let mut decode_full = metric_of("decode")?.into_iter();
+    let mut decode_short = metric_of("decode_short")?.into_iter();
+    let mut ttft = metric_of("ttft")?.into_iter();
+    let mut prefill = metric_of("prefill")?.into_iter();
+    let mut prompt = metric_of("prompt")?.into_iter();
+    Ok((0..out.height())
+        .map(|i| Group {
+            cell: cells[i].clone(),
+            workload: Workload::parse(&workloads[i]).expect("workload names round-trip"),
+            target: targets[i],
+            n: n[i] as usize,
+            n_failed: n_failed[i] as usize,
+            n_short: n_short[i] as usize,
+            max_tokens: max_tokens[i],
+            decode_full: decode_full.next().expect("one row each"),
+            decode_short: decode_short.next().expect("one row each"),
+            ttft: ttft.next().expect("one row each"),
+            prefill: prefill.next().expect("one row each"),
+            prompt: prompt.next().expect("one row each"),
+            draft_n: draft_n[i],
+            draft_accepted: draft_accepted[i],
+        })
+        .collect())
+}
+
+fn metric(kind: MetricKind, (median, values): (Option<f64>, Vec<f64>)) -> Option<Metric> {
+    let median = median?;
+    Some(Metric { kind, median, band: band(&values, median, 0.0), values })
+}
+
+fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
+    let info = pass.cell(&g.cell);
+    let text = |get: fn(&harness::pass::CellInfo) -> String| info.map(get).unwrap_or_default();
+    let mut reasons = Vec::new();
+
+    if g.n_failed > 0 {
+        reasons.push(Reason::new(ReasonCode::Errors, format!("{} of {} runs failed", g.n_failed, g.n)));
+    }
+    // Decode from runs that reached their cap; only when none did, from the short ones, marked.
+    let decode = if !g.decode_full.1.is_empty() {
+        if g.n_short > 0 {
+            let detail = format!("{} of {} runs stopped early and are left out of the decode median", g.n_short, g.n);
+            reasons.push(Reason::new(ReasonCode::ShortStop, detail));
+        }
+        metric(MetricKind::DecodeTps, g.decode_full)
+    } else {
+        if g.n_short > 0 {
+            let detail = format!("all {} successful runs stopped before {} tokens", g.n_short, g.max_tokens);
+            reasons.push(Reason::new(ReasonCode::ShortStop, detail));
+        }
+        metric(MetricKind::DecodeTps, g.decode_short)
+    };
+    let n_planned = pass.info.request.as_ref().and_then(|r| {
+        r.steps.iter().find(|s| s.workload == g.workload && s.target_prompt_tokens == g.target).map(|s| s.runs)
+    });
+    let n_decode = decode.as_ref().map_or(0, |m| m.values.len());
+    if n_planned.is_some_and(|planned| (g.n as u32) < planned) {
+        reasons.push(Reason::new(ReasonCode::FewRuns, format!("{} of {} planned runs recorded", g.n, n_planned.unwrap_or(0))));
+    } else if n_decode < MIN_RUNS_FOR_BAND {
+        reasons.push(Reason::new(ReasonCode::FewRuns, format!("{n_decode} run(s) with a decode rate; a band needs {MIN_RUNS_FOR_BAND}")));
+    }
+
+    let prompt_tokens = metric(MetricKind::PromptTokens, g.prompt);
+    if let Some(prompt) = &prompt_tokens {
+        let target = g.target as f64;
+        if g.target > 0 && (prompt.median - target).abs() / target > PROMPT_TARGET_MARGIN {
+            let detail = format!("median {:.0} actual tokens for a {} target", prompt.median, g.target);
+            reasons.push(Reason::new(ReasonCode::PromptSize, detail));
+        }
+    }
+
+    let group: Vec<&RunFacts> = facts
+        .iter()
+        .filter(|f| f.cell == g.cell && f.workload == g.workload && f.target_prompt_tokens == g.target && !f.failed)
+        .collect();
+    let mut sources: Vec<TokenCountSource> = group.iter().filter_map(|f| f.token_count_source).collect();
+    sources.sort_by_key(|s| s.as_str());
+    sources.dedup();
+    if sources.contains(&TokenCountSource::Estimate) {
+        reasons.push(Reason::new(ReasonCode::TokenEstimate, ""));
+    }
+    if let Some(detail) = nondeterminism(pass, &group) {
+        reasons.push(Reason::new(ReasonCode::Nondeterministic, detail));
+    }
+
+    CellStep {
+        pass_id: pass.info.pass_id.clone(),
+        machine: pass.info.machine.name.clone(),
+        cell: g.cell,
+        engine: text(|c| c.engine.name.clone()),
+        engine_version: text(|c| c.engine.version.clone()),
+        engine_sha256: info.and_then(|c| c.engine.sha256.clone()),
+        model: text(|c| c.model.clone()),
+        family: text(|c| c.family().to_owned()),
+        build_sha256: info.and_then(|c| c.build.sha256.clone()),
+        lane: text(|c| c.lane.clone()),
+        workload: g.workload,
+        target_prompt_tokens: g.target,
+        max_tokens: g.max_tokens,
+        n_planned,
+        n_runs: g.n,
+        n_failed: g.n_failed,
+        n_short: g.n_short,
+        decode,
+        ttft: metric(MetricKind::TtftMs, g.ttft),
+        prefill: metric(MetricKind::PrefillTps, g.prefill),
+        prompt_tokens,
+        token_count_source: sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("+"),
+        spec_acceptance: (g.draft_n > 0).then(|| g.draft_accepted as f64 / g.draft_n as f64),
+        reasons,
+    }
+}
+
+/// At temperature 0, the same prompt should give the same text; several outputs for one
+/// prompt mean the engine is not deterministic (batching, kernels), which readers should know.
+fn nondeterminism(pass: &Pass, runs: &[&RunFacts]) -> Option<String> {
+    let temperature = pass.info.request.as_ref()?.temperature;
+    if temperature != 0.0 {
+        return None;
+    }
+    let mut outputs: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for run in runs {
+        if let (Some(prompt), Some(output)) = (&run.prompt_sha256, &run.output_sha256) {
+            let seen = outputs.entry(prompt).or_default();
+            if !seen.contains(&output.as_str()) {
+                seen.push(output);
+            }
+        }
+    }
+    let worst = outputs.values().map(Vec::len).max()?;
+    (worst > 1).then(|| format!("up to {worst} different outputs for one prompt"))
+}
+
+/// Rows compare engines: cells of one family, lane, workload and target side by side. Where
+/// their weights differ (or are unknown), or their actual prompts differ in size, every cell
+/// in the row says so.
+fn compare_rows(steps: &mut [CellStep]) {
+    let mut rows: BTreeMap<(String, String, Workload, u64), Vec<usize>> = BTreeMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        rows.entry((s.family.clone(), s.lane.clone(), s.workload, s.target_prompt_tokens)).or_default().push(i);
+    }
+    for members in rows.values() {
+        let mut engines: Vec<&str> = members.iter().map(|&i| steps[i].engine.as_str()).collect();
+        engines.sort();
+        engines.dedup();
+        if engines.len() < 2 {
+            continue;
+        }
+        let builds: Vec<Option<&str>> = members.iter().map(|&i| steps[i].build_sha256.as_deref()).collect();
+        let build_reason = if builds.iter().any(Option::is_none) {
+            Some("the weights were not hashed for every engine in the row, so they may differ".to_owned())
+        } else {
+            let mut distinct: Vec<_> = builds.iter().flatten().collect();
+            distinct.sort();
+            distinct.dedup();
+            (distinct.len() > 1).then(|| {
+                let short: Vec<String> = distinct.iter().map(|b| b.chars().take(12).collect()).collect();
+                format!("builds {}", short.join(", "))
+            })
+        };
+        let prompts: Vec<f64> =
+            members.iter().filter_map(|&i| steps[i].prompt_tokens.as_ref().map(|m| m.median)).collect();
+        let spread_reason = if prompts.len() >= 2 {
+            let (lo, hi) = prompts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+            (lo > 0.0 && (hi - lo) / lo > PROMPT_SPREAD_MARGIN)
+                .then(|| format!("actual prompts of {lo:.0} to {hi:.0} tokens between engines in the row"))
+        } else {
+            None
+        };
+        for &i in members {
+            if let Some(detail) = &build_reason {
+                steps[i].reasons.push(Reason::new(ReasonCode::EngineBuild, detail.clone()));
+            }
+            if let Some(detail) = &spread_reason {
+                steps[i].reasons.push(Reason::new(ReasonCode::PromptSize, detail.clone()));
+            }
+        }
+    }
+}

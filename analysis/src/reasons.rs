@@ -1,0 +1,93 @@
+//! Why a figure may not be read at face value or compared: reason codes, each with the
+//! sentence a report prints for it. The codes are stable (the leaderboard CSV carries them).
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReasonCode {
+    ShortStop,
+    FewRuns,
+    Errors,
+    EngineBuild,
+    PromptSize,
+    TokenEstimate,
+    Nondeterministic,
+    Lane,
+    Params,
+    Machine,
+    Unhashed,
+    LowN,
+}
+
+impl ReasonCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::ShortStop => "short-stop",
+            ReasonCode::FewRuns => "few-runs",
+            ReasonCode::Errors => "errors",
+            ReasonCode::EngineBuild => "engine+build",
+            ReasonCode::PromptSize => "prompt-size",
+            ReasonCode::TokenEstimate => "token-estimate",
+            ReasonCode::Nondeterministic => "nondeterministic",
+            ReasonCode::Lane => "lane",
+            ReasonCode::Params => "params",
+            ReasonCode::Machine => "machine",
+            ReasonCode::Unhashed => "unhashed",
+            ReasonCode::LowN => "low-n",
+        }
+    }
+
+    /// What the code means, in one sentence; [`Reason::detail`] adds the particulars.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            ReasonCode::ShortStop => "runs ended before their token cap: a decode rate from them is a burst, not sustained decode",
+            ReasonCode::FewRuns => "too few runs for a noise band or a test",
+            ReasonCode::Errors => "some runs failed",
+            ReasonCode::EngineBuild => "the weights differ between the engines compared, so the difference is engine and build together, not the engine alone",
+            ReasonCode::PromptSize => "the actual prompt size is off its target, or differs between the figures compared",
+            ReasonCode::TokenEstimate => "token counts are estimates (4 characters a token), not the server's",
+            ReasonCode::Nondeterministic => "at temperature 0, runs of the same prompt produced different text",
+            ReasonCode::Lane => "the server lanes differ",
+            ReasonCode::Params => "the request parameters differ",
+            ReasonCode::Machine => "the machines differ",
+            ReasonCode::Unhashed => "the weights were not hashed on one side, so a change of build cannot be ruled out",
+            ReasonCode::LowN => "3 runs a side: the exact test's smallest p-value is 0.10, so the change is called at α = 0.10",
+        }
+    }
+}
+
+impl fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub code: ReasonCode,
+    /// The particulars: which runs, which values.
+    pub detail: String,
+}
+
+impl Reason {
+    pub fn new(code: ReasonCode, detail: impl Into<String>) -> Reason {
+        Reason { code, detail: detail.into() }
+    }
+
+    /// `sentence (detail)`, as a footnote prints it.
+    pub fn explain(&self) -> String {
+        if self.detail.is_empty() {
+            self.code.sentence().to_owned()
+        } else {
+            format!("{} ({})", self.code.sentence(), self.detail)
+        }
+    }
+}
+
+/// Codes joined by `;`, sorted and without repeats: the leaderboard's `flags` column.
+pub fn join_codes(reasons: &[Reason]) -> String {
+    let mut codes: Vec<ReasonCode> = reasons.iter().map(|r| r.code).collect();
+    codes.sort();
+    codes.dedup();
+    codes.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(";")
+}
