@@ -1,0 +1,317 @@
+//! A → B: what changed between two passes, whether it is more than noise, and what it can be
+//! blamed on.
+//!
+//! Cells are matched on engine, model family, lane, workload and prompt target. Each metric
+//! gets a verdict and an attribution:
+//!
+//! - `faster` / `slower` only when the exact rank-sum test rejects "no change" (α = 0.05, or
+//!   0.10 where 0.05 is out of reach — 3 runs a side — with a `low-n` note) **and** the delta
+//!   exceeds the noise band: the larger of the two cells' bands and the drift measured on the
+//!   control cells;
+//! - `within-noise` otherwise; `incomparable` when the two figures must not be compared
+//!   (different machine or request parameters, prompts of different size, a decode rate from
+//!   short-stopped runs, no successful run); `new` / `gone` for unmatched cells.
+//!
+//! Attribution comes from provenance: `engine` (engine version or executable hash changed,
+//! weights not), `build` (weights changed, engine not), `engine+build` (both) and `none`
+//! (neither: a re-run). `none` cells are the **control cells**: their deltas measure the drift
+//! between the passes (thermal state, background load, the protocol itself), and the largest of
+//! them widens every other cell's band for that metric.
+
+use std::collections::BTreeMap;
+
+use harness::pass::{Pass, Workload};
+
+use crate::cells::{CellStep, Metric, MetricKind, PROMPT_SPREAD_MARGIN};
+use crate::ranksum::{exact_two_sided_p, min_attainable_p};
+use crate::reasons::{Reason, ReasonCode};
+
+/// The metrics a diff compares (prompt tokens are checked, not judged).
+pub const DIFF_METRICS: [MetricKind; 3] = [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Faster,
+    Slower,
+    WithinNoise,
+    Incomparable,
+    New,
+    Gone,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::WithinNoise => "within-noise",
+            Verdict::Incomparable => "incomparable",
+            Verdict::New => "new",
+            Verdict::Gone => "gone",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attribution {
+    Engine,
+    Build,
+    EngineBuild,
+    None,
+}
+
+impl Attribution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Attribution::Engine => "engine",
+            Attribution::Build => "build",
+            Attribution::EngineBuild => "engine+build",
+            Attribution::None => "none",
+        }
+    }
+
+    /// The attribution in words, for reports.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Attribution::Engine => "the engine changed and the weights did not: an engine-only delta",
+            Attribution::Build => "the weights changed and the engine did not: a build-only delta",
+            Attribution::EngineBuild => "engine and weights both changed: not an engine-only delta",
+            Attribution::None => "neither engine nor weights changed: a control cell, whose delta is drift",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffRow {
+    pub engine: String,
+    pub model: String,
+    pub lane: String,
+    pub workload: Workload,
+    pub target_prompt_tokens: u64,
+    pub metric: MetricKind,
+    pub a_median: Option<f64>,
+    pub b_median: Option<f64>,
+    /// (B − A) / A × 100.
+    pub delta_pct: Option<f64>,
+    pub verdict: Verdict,
+    pub attribution: Option<Attribution>,
+    pub p_value: Option<f64>,
+    /// The relative half-width the delta had to exceed.
+    pub threshold: Option<f64>,
+    pub reasons: Vec<Reason>,
+}
+
+/// Drift measured on control cells, per metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub metric: MetricKind,
+    pub n_controls: usize,
+    /// The largest |delta| among them, as a fraction.
+    pub max_abs_delta: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diff {
+    pub a_pass: String,
+    pub b_pass: String,
+    pub rows: Vec<DiffRow>,
+    pub drift: Vec<Drift>,
+}
+
+type Key = (String, String, String, Workload, u64);
+
+fn key(s: &CellStep) -> Key {
+    (s.engine.clone(), s.family.clone(), s.lane.clone(), s.workload, s.target_prompt_tokens)
+}
+
+/// Compares the figures of pass A (`a`, from [`crate::cells::summarize`]) with those of B.
+pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Diff {
+    let pass_reasons = pass_reasons(a_pass, b_pass);
+    let b_by_key: BTreeMap<Key, &CellStep> = b.iter().map(|s| (key(s), s)).collect();
+    let a_keys: Vec<Key> = a.iter().map(key).collect();
+
+    // First every matched pair without drift, to find the control cells and their drift.
+    let mut pairs = Vec::new();
+    for step_a in a {
+        if let Some(step_b) = b_by_key.get(&key(step_a)) {
+            pairs.push((step_a, *step_b));
+        }
+    }
+    let mut drift = Vec::new();
+    for metric in DIFF_METRICS {
+        let deltas: Vec<f64> = pairs
+            .iter()
+            .filter(|(x, y)| attribution(x, y).0 == Attribution::None)
+            .filter_map(|(x, y)| {
+                let row = judge(x, y, metric, 0.0, &pass_reasons);
+                (row.verdict != Verdict::Incomparable).then_some(row.delta_pct?.abs() / 100.0)
+            })
+            .collect();
+        if !deltas.is_empty() {
+            drift.push(Drift { metric, n_controls: deltas.len(), max_abs_delta: deltas.iter().copied().fold(0.0, f64::max) });
+        }
+    }
+
+    let mut rows = Vec::new();
+    for step_a in a {
+        match b_by_key.get(&key(step_a)) {
+            Some(step_b) => {
+                let control = attribution(step_a, step_b).0 == Attribution::None;
+                for metric in DIFF_METRICS {
+                    // Control cells define the drift; everything else must clear it.
+                    let widen = if control { 0.0 } else { drift.iter().find(|d| d.metric == metric).map_or(0.0, |d| d.max_abs_delta) };
+                    rows.push(judge(step_a, step_b, metric, widen, &pass_reasons));
+                }
+            }
+            None => rows.extend(DIFF_METRICS.map(|m| unmatched(step_a, m, Verdict::Gone))),
+        }
+    }
+    for step_b in b.iter().filter(|s| !a_keys.contains(&key(s))) {
+        rows.extend(DIFF_METRICS.map(|m| unmatched(step_b, m, Verdict::New)));
+    }
+    Diff { a_pass: a_pass.info.pass_id.clone(), b_pass: b_pass.info.pass_id.clone(), rows, drift }
+}
+
+/// Differences between the passes themselves that make every figure incomparable.
+fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    if a.info.machine.name != b.info.machine.name {
+        reasons.push(Reason::new(ReasonCode::Machine, format!("{} → {}", a.info.machine.name, b.info.machine.name)));
+    }
+    if let (Some(ra), Some(rb)) = (&a.info.request, &b.info.request) {
+        let fingerprint = |r: &harness::pass::RequestParams| (r.api.clone(), r.temperature.to_bits(), r.ignore_eos, r.min_tokens, r.extra.clone());
+        if fingerprint(ra) != fingerprint(rb) {
+            reasons.push(Reason::new(ReasonCode::Params, "api, temperature, ignore_eos, min_tokens or extra fields"));
+        }
+    }
+    reasons
+}
+
+fn attribution(a: &CellStep, b: &CellStep) -> (Attribution, Option<Reason>) {
+    let engine_changed = a.engine_version != b.engine_version
+        || matches!((&a.engine_sha256, &b.engine_sha256), (Some(x), Some(y)) if x != y);
+    let (build_changed, unhashed) = match (&a.build_sha256, &b.build_sha256) {
+        (Some(x), Some(y)) => (x != y, None),
+        _ => (false, Some(Reason::new(ReasonCode::Unhashed, ""))),
+    };
+    let attribution = match (engine_changed, build_changed) {
+        (true, true) => Attribution::EngineBuild,
+        (true, false) => Attribution::Engine,
+        (false, true) => Attribution::Build,
+        (false, false) => Attribution::None,
+    };
+    (attribution, unhashed)
+}
+
+fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
+    let median = step.metric(metric).map(|m| m.median);
+    DiffRow {
+        engine: step.engine.clone(),
+        model: step.family.clone(),
+        lane: step.lane.clone(),
+        workload: step.workload,
+        target_prompt_tokens: step.target_prompt_tokens,
+        metric,
+        a_median: if verdict == Verdict::Gone { median } else { None },
+        b_median: if verdict == Verdict::New { median } else { None },
+        delta_pct: None,
+        verdict,
+        attribution: None,
+        p_value: None,
+        threshold: None,
+        reasons: Vec::new(),
+    }
+}
+
+fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reasons: &[Reason]) -> DiffRow {
+    let (attribution, unhashed) = attribution(a, b);
+    let mut reasons: Vec<Reason> = pass_reasons.to_vec();
+    reasons.extend(unhashed);
+    let (ma, mb) = (a.metric(metric), b.metric(metric));
+    let mut row = DiffRow {
+        engine: a.engine.clone(),
+        model: a.family.clone(),
+        lane: a.lane.clone(),
+        workload: a.workload,
+        target_prompt_tokens: a.target_prompt_tokens,
+        metric,
+        a_median: ma.map(|m| m.median),
+        b_median: mb.map(|m| m.median),
+        delta_pct: None,
+        verdict: Verdict::Incomparable,
+        attribution: Some(attribution),
+        p_value: None,
+        threshold: None,
+        reasons: Vec::new(),
+    };
+    let (Some(ma), Some(mb)) = (ma, mb) else {
+        reasons.push(Reason::new(ReasonCode::Errors, "no successful run on one side"));
+        row.reasons = reasons;
+        return row;
+    };
+    row.delta_pct = (ma.median > 0.0).then(|| (mb.median - ma.median) / ma.median * 100.0);
+
+    let mut incomparable = !pass_reasons.is_empty();
+    if let (Some(pa), Some(pb)) = (&a.prompt_tokens, &b.prompt_tokens) {
+        if pa.median > 0.0 && (pb.median - pa.median).abs() / pa.median > PROMPT_SPREAD_MARGIN {
+            reasons.push(Reason::new(ReasonCode::PromptSize, format!("{:.0} → {:.0} actual prompt tokens", pa.median, pb.median)));
+            incomparable = true;
+        }
+    }
+    if metric == MetricKind::DecodeTps && (a.decode_is_burst() || b.decode_is_burst()) {
+        reasons.push(Reason::new(ReasonCode::ShortStop, "a side's decode rate comes from runs that stopped early"));
+        incomparable = true;
+    }
+    if a.max_tokens != b.max_tokens && metric == MetricKind::DecodeTps {
+        reasons.push(Reason::new(ReasonCode::Params, format!("max_tokens {} → {}", a.max_tokens, b.max_tokens)));
+        incomparable = true;
+    }
+    for side in [a, b] {
+        for code in [ReasonCode::TokenEstimate, ReasonCode::Nondeterministic, ReasonCode::Errors] {
+            if let Some(reason) = side.reasons.iter().find(|r| r.code == code) {
+                if !reasons.iter().any(|r| r.code == code) {
+                    reasons.push(reason.clone());
+                }
+            }
+        }
+    }
+    if incomparable {
+        row.reasons = reasons;
+        return row;
+    }
+
+    let (verdict, p, threshold, low_n, few) = call(ma, mb, metric, drift);
+    row.verdict = verdict;
+    row.p_value = p;
+    row.threshold = Some(threshold);
+    if low_n {
+        reasons.push(Reason::new(ReasonCode::LowN, ""));
+    }
+    if let Some(detail) = few {
+        reasons.push(Reason::new(ReasonCode::FewRuns, detail));
+    }
+    row.reasons = reasons;
+    row
+}
+
+/// The verdict of one metric: (verdict, p, threshold, called at α = 0.10, why no test could run).
+fn call(a: &Metric, b: &Metric, metric: MetricKind, drift: f64) -> (Verdict, Option<f64>, f64, bool, Option<String>) {
+    let threshold = a.band.half_width.max(b.band.half_width).max(drift);
+    let (na, nb) = (a.values.len(), b.values.len());
+    let best_p = min_attainable_p(na, nb);
+    if best_p > 0.10 {
+        let detail = format!("{na} vs {nb} runs: no exact test can reach p ≤ 0.10; the delta is shown, not judged");
+        return (Verdict::WithinNoise, None, threshold, false, Some(detail));
+    }
+    // α = 0.05 where it is attainable; where it is not (3 vs 3, whose smallest p is 0.10), 0.10.
+    let (alpha, low_n) = if best_p <= 0.05 { (0.05, false) } else { (0.10, true) };
+    let p = exact_two_sided_p(&a.values, &b.values);
+    let delta = (b.median - a.median) / a.median;
+    let significant = p.is_some_and(|p| p <= alpha + 1e-12) && delta.abs() > threshold;
+    let verdict = match (significant, (delta > 0.0) == metric.higher_is_faster()) {
+        (false, _) => Verdict::WithinNoise,
+        (true, true) => Verdict::Faster,
+        (true, false) => Verdict::Slower,
+    };
+    (verdict, p, threshold, low_n && significant, None)
+}

@@ -1,0 +1,5 @@
+//! Analysis against fixtures whose figures were worked out by hand, and the noise band's
+//! coverage measured on the reference engine.
+
+mod coverage;
+mod fixtures;
