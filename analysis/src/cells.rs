@@ -117,15 +117,35 @@ impl CellStep {
 
 /// The figures of every cell, workload and target of `pass`, in pass order.
 pub fn summarize(pass: &Pass) -> PolarsResult<Vec<CellStep>> {
-    let facts: Vec<RunFacts> = run_facts(pass).into_iter().filter(|f| !f.warmup).collect();
-    let groups = aggregate(&facts)?;
-    let mut steps: Vec<CellStep> = groups.into_iter().map(|g| cell_step(pass, &facts, g)).collect();
-    compare_rows(&mut steps);
-    Ok(steps)
+    Ok(summarize_many(std::slice::from_ref(pass))?.pop().unwrap_or_default())
 }
 
-/// What polars works out per (cell, workload, target).
+/// [`summarize`] for many passes at once, in one polars pass over all their runs (what a
+/// leaderboard over thousands of passes needs); one list of figures per pass, in order.
+pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
+    let facts: Vec<RunFacts> = passes.iter().flat_map(run_facts).filter(|f| !f.warmup).collect();
+    let groups = aggregate(&facts)?;
+    let mut per_pass: Vec<Vec<CellStep>> = vec![Vec::new(); passes.len()];
+    let index: BTreeMap<&str, usize> = passes.iter().enumerate().map(|(i, p)| (p.info.pass_id.as_str(), i)).collect();
+    // Facts are grouped by pass in order, so each group's runs are one contiguous slice.
+    let mut start_of: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (i, f) in facts.iter().enumerate() {
+        start_of.entry(f.pass_id.as_str()).and_modify(|e| e.1 = i + 1).or_insert((i, i + 1));
+    }
+    for g in groups {
+        let Some(&i) = index.get(g.pass_id.as_str()) else { continue };
+        let (from, to) = start_of[g.pass_id.as_str()];
+        per_pass[i].push(cell_step(&passes[i], &facts[from..to], g));
+    }
+    for steps in &mut per_pass {
+        compare_rows(steps);
+    }
+    Ok(per_pass)
+}
+
+/// What polars works out per (pass, cell, workload, target).
 struct Group {
+    pass_id: String,
     cell: String,
     workload: Workload,
     target: u64,
@@ -147,6 +167,7 @@ struct Group {
 fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
     let f64s = |get: fn(&RunFacts) -> Option<f64>| facts.iter().map(get).collect::<Vec<_>>();
     let df = df!(
+        "pass_id" => facts.iter().map(|f| f.pass_id.as_str()).collect::<Vec<_>>(),
         "cell" => facts.iter().map(|f| f.cell.as_str()).collect::<Vec<_>>(),
         "workload" => facts.iter().map(|f| f.workload.as_str()).collect::<Vec<_>>(),
         "target" => facts.iter().map(|f| f.target_prompt_tokens).collect::<Vec<_>>(),
@@ -180,7 +201,7 @@ fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
     for name in ["ttft", "prefill", "prompt"] {
         aggs.extend(metric(name, ok.clone(), name));
     }
-    let out = df.lazy().group_by_stable([col("cell"), col("workload"), col("target")]).agg(aggs).collect()?;
+    let out = df.lazy().group_by_stable([col("pass_id"), col("cell"), col("workload"), col("target")]).agg(aggs).collect()?;
 
     let strs = |name: &str| -> PolarsResult<Vec<String>> {
         Ok(out.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
@@ -202,7 +223,7 @@ fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
         }
         Ok(result)
     };
-    let (cells, workloads, targets) = (strs("cell")?, strs("workload")?, u64s("target")?);
+    let (pass_ids, cells, workloads, targets) = (strs("pass_id")?, strs("cell")?, strs("workload")?, u64s("target")?);
     let (n, n_failed, n_short, max_tokens) = (u64s("n")?, u64s("n_failed")?, u64s("n_short")?, u64s("max_tokens")?);
     let (draft_n, draft_accepted) = (u64s("draft_n_sum")?, u64s("draft_accepted_sum")?);
     let mut decode_full = metric_of("decode")?.into_iter();
@@ -212,6 +233,7 @@ fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
     let mut prompt = metric_of("prompt")?.into_iter();
     Ok((0..out.height())
         .map(|i| Group {
+            pass_id: pass_ids[i].clone(),
             cell: cells[i].clone(),
             workload: Workload::parse(&workloads[i]).expect("workload names round-trip"),
             target: targets[i],

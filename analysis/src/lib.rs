@@ -8,6 +8,7 @@
 pub mod band;
 pub mod cells;
 pub mod diff;
+pub mod leaderboard;
 pub mod ranksum;
 pub mod reasons;
 pub mod runs;

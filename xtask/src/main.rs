@@ -2,6 +2,7 @@
 //! so that everything worth testing lives in a crate that `cargo test` covers.
 
 mod bench;
+mod bench_leaderboard;
 mod demo;
 
 use std::process::ExitCode;
@@ -14,6 +15,9 @@ tasks:
                           summarise it, and print where everything is
   bench client [--quick]  client CPU time per streamed token and timing error at 1, 32 and
                           256 concurrent streams against the reference engine (release build)
+  bench leaderboard [--passes N]
+                          read and summarise a synthetic corpus of N passes (default 10,000,
+                          about 1.3 million runs) into one leaderboard CSV; time and peak memory
 ";
 
 fn main() -> ExitCode {
@@ -22,6 +26,7 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["demo", rest @ ..] => demo::run(rest),
         ["bench", "client", rest @ ..] => bench::client(rest),
+        ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
         ["help" | "--help" | "-h"] | [] => {
             print!("{USAGE}");
             Ok(())

@@ -5,4 +5,4 @@ pub mod format;
 pub mod store;
 
 pub use format::*;
-pub use store::{read_pass, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE};
+pub use store::{read_pass, read_passes, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE};

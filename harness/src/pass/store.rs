@@ -158,3 +158,23 @@ pub fn read_pass_info(dir: &Path) -> Result<PassInfo, PassError> {
     }
     serde_json::from_str(&text).map_err(|source| PassError::BadPassFile { path, source })
 }
+
+/// Reads many passes, spread over all cores (a leaderboard may read thousands); in order.
+pub fn read_passes(dirs: &[PathBuf]) -> Result<Vec<Pass>, PassError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Pass, PassError>>>> = Mutex::new((0..dirs.len()).map(|_| None).collect());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dirs.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(dir) = dirs.get(i) else { break };
+                let pass = read_pass(dir);
+                results.lock().expect("no reader panics holding the lock")[i] = Some(pass);
+            });
+        }
+    });
+    results.into_inner().expect("readers have ended").into_iter().map(|r| r.expect("every pass was read")).collect()
+}

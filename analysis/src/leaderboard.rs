@@ -1,0 +1,83 @@
+//! The leaderboard CSV: one row per cell, workload, target and metric, with exactly the
+//! columns docs/leaderboard.md documents, so that a leaderboard site can ingest it.
+
+use crate::cells::{CellStep, MetricKind};
+use crate::reasons::join_codes;
+
+/// The columns, in this order. Changing them breaks every consumer: don't.
+pub const COLUMNS: [&str; 19] = [
+    "pass_id",
+    "machine",
+    "engine",
+    "engine_version",
+    "engine_sha256",
+    "model",
+    "build_sha256",
+    "lane",
+    "workload",
+    "target_prompt_tokens",
+    "metric",
+    "unit",
+    "median",
+    "band_low",
+    "band_high",
+    "n",
+    "n_short",
+    "flags",
+    "token_count_source",
+];
+
+/// The rows of `steps` (one pass's figures), metric by metric.
+pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
+    let mut rows = Vec::new();
+    for step in steps {
+        let flags = join_codes(&step.reasons);
+        for kind in MetricKind::ALL {
+            let Some(metric) = step.metric(kind) else { continue };
+            // One run has no band: leave it empty rather than print a floor nobody measured.
+            let (low, high) = match metric.band.level {
+                Some(_) => (number(metric.band.low), number(metric.band.high)),
+                None => (String::new(), String::new()),
+            };
+            rows.push([
+                step.pass_id.clone(),
+                step.machine.clone(),
+                step.engine.clone(),
+                step.engine_version.clone(),
+                step.engine_sha256.clone().unwrap_or_default(),
+                step.model.clone(),
+                step.build_sha256.clone().unwrap_or_default(),
+                step.lane.clone(),
+                step.workload.as_str().to_owned(),
+                step.target_prompt_tokens.to_string(),
+                kind.as_str().to_owned(),
+                kind.unit().to_owned(),
+                number(metric.median),
+                low,
+                high,
+                metric.values.len().to_string(),
+                step.n_short.to_string(),
+                flags.clone(),
+                step.token_count_source.clone(),
+            ]);
+        }
+    }
+    rows
+}
+
+/// Three decimals: enough for milliseconds and rates, and the same bytes on every machine.
+fn number(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// The whole file: header, then the rows of every pass given.
+pub fn to_csv<'a>(passes: impl IntoIterator<Item = &'a [CellStep]>) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(COLUMNS).expect("writing to memory");
+    for steps in passes {
+        for row in rows(steps) {
+            writer.write_record(&row).expect("writing to memory");
+        }
+    }
+    String::from_utf8(writer.into_inner().expect("writing to memory")).expect("CSV of UTF-8 fields is UTF-8")
+}
