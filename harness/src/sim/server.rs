@@ -171,7 +171,8 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
         id: format!("{}-sim-{index}", if api == Api::Chat { "chatcmpl" } else { "cmpl" }),
         model: profile.model.clone(),
         words: corpus::words_from(seed_of(&ask.prompt_text)),
-        usage: profile.usage && ask.include_usage,
+        // A streamed reply carries usage only when asked; a whole reply always does (as OpenAI's).
+        usage: profile.usage && (ask.include_usage || !ask.stream),
         timings: profile.timings,
         role_event: profile.role_event && api == Api::Chat,
         stall_after_tokens: profile.stall_after_tokens,

@@ -184,3 +184,41 @@ fn the_completions_api_and_reasoning_text_are_measured_too() {
     assert_eq!(run.completion_tokens, Some(12));
     assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 12);
 }
+
+/// A plain HTTP/1.1 request, so that the sim's non-streaming answer is read by nothing of benchpass's.
+fn post_json(url: &str, path: &str, body: &str) -> serde_json::Value {
+    use std::io::{Read as _, Write as _};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).unwrap()
+}
+
+#[test]
+fn non_streaming_answers_carry_the_whole_text_and_usage() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--timings"]);
+    let chat = post_json(&sim.url, "/v1/chat/completions", r#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"Hello there"}]}"#);
+    assert_eq!(chat["object"], "chat.completion");
+    // "Hello there" is 2 reference tokens ("Hello", " there").
+    assert_eq!(chat["usage"]["prompt_tokens"], 2);
+    assert_eq!(chat["usage"]["completion_tokens"], 5);
+    assert_eq!(chat["choices"][0]["finish_reason"], "length");
+    let text = chat["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(count_reference_tokens(text), 5);
+    assert_eq!(chat["timings"]["predicted_n"], 5);
+
+    let completion = post_json(&sim.url, "/v1/completions", r#"{"model":"m","max_tokens":3,"prompt":"Once upon a time"}"#);
+    assert_eq!(completion["object"], "text_completion");
+    assert_eq!(count_reference_tokens(completion["choices"][0]["text"].as_str().unwrap()), 3);
+    // Without include_usage a non-streaming answer still carries usage, as OpenAI's does.
+    assert_eq!(completion["usage"]["prompt_tokens"], 4);
+}
