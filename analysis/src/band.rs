@@ -86,6 +86,27 @@ mod tests {
     }
 
     #[test]
+    fn over_many_random_samples_the_median_lies_in_the_range_and_the_band_holds_every_run() {
+        let mut state = 0x9E3779B97F4A7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            1.0 + (state % 10_000) as f64
+        };
+        for n in 1..=9 {
+            for _ in 0..200 {
+                let values: Vec<f64> = (0..n).map(|_| next()).collect();
+                let median = crate::summary::median(&values).unwrap();
+                let (min, max) = values.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                assert!(min <= median && median <= max);
+                let b = band(&values, median, 0.0);
+                assert!(b.low <= min + 1e-9 && max <= b.high + 1e-9, "{values:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
     fn scaling_every_run_scales_the_band_and_keeps_its_width() {
         let a = band(&[48.0, 50.0, 51.0], 50.0, 0.0);
         let b = band(&[96.0, 100.0, 102.0], 100.0, 0.0);

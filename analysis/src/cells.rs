@@ -92,6 +92,9 @@ pub struct CellStep {
     pub token_count_source: String,
     /// Accepted ÷ proposed draft tokens, where the engine reports them.
     pub spec_acceptance: Option<f64>,
+    /// The lowest and highest median actual prompt tokens among the engines of this cell's
+    /// row (same family, lane, workload and target), when the row holds several engines.
+    pub row_prompt_tokens: Option<(f64, f64)>,
     pub reasons: Vec<Reason>,
 }
 
@@ -336,6 +339,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         prompt_tokens,
         token_count_source: sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("+"),
         spec_acceptance: (g.draft_n > 0).then(|| g.draft_accepted as f64 / g.draft_n as f64),
+        row_prompt_tokens: None,
         reasons,
     }
 }
@@ -389,14 +393,14 @@ fn compare_rows(steps: &mut [CellStep]) {
         };
         let prompts: Vec<f64> =
             members.iter().filter_map(|&i| steps[i].prompt_tokens.as_ref().map(|m| m.median)).collect();
-        let spread_reason = if prompts.len() >= 2 {
-            let (lo, hi) = prompts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+        let spread = (prompts.len() >= 2)
+            .then(|| prompts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p))));
+        let spread_reason = spread.and_then(|(lo, hi)| {
             (lo > 0.0 && (hi - lo) / lo > PROMPT_SPREAD_MARGIN)
                 .then(|| format!("actual prompts of {lo:.0} to {hi:.0} tokens between engines in the row"))
-        } else {
-            None
-        };
+        });
         for &i in members {
+            steps[i].row_prompt_tokens = spread;
             if let Some(detail) = &build_reason {
                 steps[i].reasons.push(Reason::new(ReasonCode::EngineBuild, detail.clone()));
             }

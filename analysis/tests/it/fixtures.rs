@@ -62,6 +62,10 @@ fn engines_with_different_weights_in_one_row_are_marked_engine_build() {
     for engine in ["llama.cpp", "mlx-lm", "vllm", "ollama"] {
         assert!(step(&a, engine, Workload::Sustained, 0).has(ReasonCode::EngineBuild), "{engine}");
     }
+    // Every engine read a 30-token prompt: no spread, no prompt-size mark.
+    let llama = step(&a, "llama.cpp", Workload::Sustained, 0);
+    assert_eq!(llama.row_prompt_tokens, Some((30.0, 30.0)));
+    assert!(!llama.has(ReasonCode::PromptSize));
     // The 2048 row holds llama.cpp alone: nothing to compare, nothing to mark.
     assert!(!step(&a, "llama.cpp", Workload::PromptMatrix, 2048).has(ReasonCode::EngineBuild));
 }
