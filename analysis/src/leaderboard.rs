@@ -34,10 +34,11 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
         let flags = join_codes(&step.reasons);
         for kind in MetricKind::ALL {
             let Some(metric) = step.metric(kind) else { continue };
-            // One run has no band: leave it empty rather than print a floor nobody measured.
-            let (low, high) = match metric.band.level {
-                Some(_) => (number(metric.band.low), number(metric.band.high)),
-                None => (String::new(), String::new()),
+            // Fewer runs than a band needs: leave it empty rather than print a width nobody measured.
+            let (low, high) = if metric.values.len() >= crate::cells::MIN_RUNS_FOR_BAND {
+                (number(metric.band.low), number(metric.band.high))
+            } else {
+                (String::new(), String::new())
             };
             rows.push([
                 step.pass_id.clone(),

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use harness::client::{Api, RequestConfig};
 use harness::pass::{Step, Workload};
 use harness::progress::ProgressMode;
@@ -30,7 +29,7 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
 
     let stamp: String = harness::provenance::utc_now_rfc3339().chars().filter(char::is_ascii_digit).collect();
     let pass_id = format!("demo-{}-{}", &stamp[..8], &stamp[8..14]);
-    let pass_dir = out.clone().unwrap_or_else(|| root.join("data/passes").join(&pass_id));
+    let pass_dir = out.as_ref().map_or_else(|| root.join("data/passes").join(&pass_id), |dir| dir.join("pass"));
     let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs };
     let options = RunOptions {
         url,
@@ -67,14 +66,12 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     let summary = runtime.block_on(run_pass(options))?;
 
     let pass = harness::pass::read_pass(&summary.dir)?;
-    let report_dir = root.join("reports").join(&pass.info.pass_id);
-    std::fs::create_dir_all(&report_dir).with_context(|| format!("creating {}", report_dir.display()))?;
-    let report = report_dir.join("summary.md");
+    let report_dir = out.map_or_else(|| root.join("reports").join(&pass.info.pass_id), |dir| dir.join("report"));
+    crate::reports::write_report(&pass, &report_dir)?;
     let steps = analysis::cells::summarize(&pass)?;
-    let markdown = analysis::summary::render_markdown(&pass, &steps);
-    std::fs::write(&report, &markdown).with_context(|| format!("writing {}", report.display()))?;
-    println!("{markdown}");
-    println!("pass:    {}", summary.dir.display());
-    println!("summary: {}", report.display());
+    println!("{}", analysis::summary::render_markdown(&pass, &steps));
+    println!("pass:   {}", summary.dir.display());
+    println!("report: {}", report_dir.join("report.html").display());
+    println!("        {}", report_dir.join("report.md").display());
     Ok(())
 }

@@ -4,6 +4,7 @@
 mod bench;
 mod bench_leaderboard;
 mod demo;
+mod reports;
 
 use std::process::ExitCode;
 
@@ -12,7 +13,13 @@ usage: cargo xtask <task>
 
 tasks:
   demo [--out DIR]        start the reference engine, run a short seed-shaped pass against it,
-                          summarise it, and print where everything is
+                          render its report, and print where everything is
+  report PASS [--out DIR] report.md, report.html, charts/*.svg and leaderboard.csv
+                          (default DIR: reports/<pass id>/)
+  diff PASS_A PASS_B --out FILE
+                          what changed from A to B; Markdown, HTML or CSV by FILE's extension
+  leaderboard PASS... --out FILE.csv
+                          one leaderboard over several passes
   bench client [--quick]  client CPU time per streamed token and timing error at 1, 32 and
                           256 concurrent streams against the reference engine (release build)
   bench leaderboard [--passes N]
@@ -25,6 +32,9 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         ["demo", rest @ ..] => demo::run(rest),
+        ["report", rest @ ..] => reports::report(rest),
+        ["diff", rest @ ..] => reports::diff(rest),
+        ["leaderboard", rest @ ..] => reports::leaderboard(rest),
         ["bench", "client", rest @ ..] => bench::client(rest),
         ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
         ["help" | "--help" | "-h"] | [] => {

@@ -1,0 +1,179 @@
+//! SVG charts drawn with plotters (SVG backend, no font files): the same figures give the same
+//! bytes. Each function returns the SVG text, or `None` when the pass has nothing to draw.
+
+use analysis::cells::CellStep;
+use harness::pass::{Pass, Workload};
+use plotters::prelude::*;
+
+/// One chart: a file name under `charts/`, a title, and the SVG.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Chart {
+    pub file: String,
+    pub title: String,
+    pub svg: String,
+}
+
+const SIZE: (u32, u32) = (760, 380);
+
+fn label(step: &CellStep) -> String {
+    if step.family == step.engine {
+        step.engine.clone()
+    } else {
+        format!("{} · {}", step.engine, step.family)
+    }
+}
+
+/// Sustained decode rate per cell: the median as a dot, the noise band as a whisker.
+pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
+    let cells: Vec<&CellStep> =
+        steps.iter().filter(|s| s.workload == Workload::Sustained && s.decode.is_some()).collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = cells.iter().map(|s| label(s)).collect();
+    let top = cells.iter().filter_map(|s| s.decode.as_ref()).map(|m| m.band.high.max(m.median)).fold(0.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    draw(&mut svg, |root| {
+        let n = cells.len() as i32;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Sustained decode rate (median and noise band)", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc("decode tok/s")
+            .x_labels(cells.len())
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .draw()?;
+        for (i, step) in cells.iter().enumerate() {
+            let m = step.decode.as_ref().expect("filtered on decode");
+            let x = SegmentValue::CenterOf(i as i32);
+            let color = Palette99::pick(i).to_rgba();
+            if m.values.len() >= 2 {
+                chart.draw_series(std::iter::once(PathElement::new(vec![(x.clone(), m.band.low), (x.clone(), m.band.high)], color.stroke_width(2))))?;
+            }
+            chart.draw_series(std::iter::once(Circle::new((x, m.median), 5, color.filled())))?;
+        }
+        Ok(())
+    })?;
+    Some(Chart { file: "decode-by-cell.svg".to_owned(), title: "Sustained decode rate per cell, with noise-band whiskers".to_owned(), svg })
+}
+
+/// Decode rate against prompt size: one line per cell over the prompt-matrix targets.
+pub fn decode_vs_prompt(steps: &[CellStep]) -> Option<Chart> {
+    let matrix: Vec<&CellStep> = steps.iter().filter(|s| s.workload == Workload::PromptMatrix && s.decode.is_some()).collect();
+    let mut targets: Vec<u64> = matrix.iter().map(|s| s.target_prompt_tokens).collect();
+    targets.sort();
+    targets.dedup();
+    if targets.is_empty() {
+        return None;
+    }
+    let mut series: Vec<(String, Vec<(usize, f64)>)> = Vec::new();
+    for s in &matrix {
+        let name = label(s);
+        let x = targets.iter().position(|&t| t == s.target_prompt_tokens).expect("target listed");
+        let y = s.decode.as_ref().expect("filtered on decode").median;
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, points)) => points.push((x, y)),
+            None => series.push((name, vec![(x, y)])),
+        }
+    }
+    let top = matrix.iter().filter_map(|s| s.decode.as_ref()).map(|m| m.median).fold(0.0, f64::max) * 1.2;
+    let mut svg = String::new();
+    draw(&mut svg, |root| {
+        let n = targets.len() as i32;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Decode rate against prompt size", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc("decode tok/s")
+            .x_desc("prompt-size target (tokens)")
+            .x_labels(targets.len())
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => targets.get(*i as usize).map(|t| t.to_string()).unwrap_or_default(),
+                _ => String::new(),
+            })
+            .draw()?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let line: Vec<(SegmentValue<i32>, f64)> = points.iter().map(|&(x, y)| (SegmentValue::CenterOf(x as i32), y)).collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)).point_size(4))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        Ok(())
+    })?;
+    Some(Chart { file: "decode-vs-prompt.svg".to_owned(), title: "Decode rate against prompt size, per cell".to_owned(), svg })
+}
+
+/// When each stream event arrived in one run per cell (the first measured run that kept its
+/// events): steps are bursts (several tokens in one event), flat stretches are stalls.
+pub fn token_timeline(pass: &Pass) -> Option<Chart> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for cell in &pass.info.cells {
+        let Some(run) = pass.runs.iter().find(|r| r.cell == cell.id && !r.warmup && r.events.iter().any(|e| e.carries_tokens())) else {
+            continue;
+        };
+        let mut chars = 0.0;
+        let mut points = vec![(0.0, 0.0)];
+        for event in run.events.iter().filter(|e| e.carries_tokens()) {
+            let t = event.t_ns as f64 / 1e6;
+            points.push((t, chars));
+            chars += (event.text.chars().count() + event.reasoning.chars().count()) as f64;
+            points.push((t, chars));
+        }
+        let name = format!("{} · {} {} rep {}", cell.engine.name, run.workload.as_str(), run.target_prompt_tokens, run.rep);
+        lines.push((name, points));
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let right = lines.iter().flat_map(|(_, p)| p.iter().map(|&(t, _)| t)).fold(0.0, f64::max) * 1.05;
+    let top = lines.iter().flat_map(|(_, p)| p.iter().map(|&(_, c)| c)).fold(0.0, f64::max) * 1.1;
+    let mut svg = String::new();
+    draw(&mut svg, |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Token timeline: characters received over time", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..right.max(1.0), 0f64..top.max(1.0))?;
+        chart.configure_mesh().x_desc("ms since the request was sent").y_desc("characters").draw()?;
+        for (i, (name, points)) in lines.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        Ok(())
+    })?;
+    Some(Chart { file: "token-timeline.svg".to_owned(), title: "Per-run token timeline (arrival time of each event)".to_owned(), svg })
+}
+
+type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Runs `body` on an SVG canvas; a drawing error leaves the chart out rather than the report.
+fn draw(svg: &mut String, body: impl FnOnce(Root<'_>) -> Result<(), Box<dyn std::error::Error + '_>>) -> Option<()> {
+    {
+        let root = SVGBackend::with_string(svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        body(root.clone()).ok()?;
+        root.present().ok()?;
+    }
+    Some(())
+}

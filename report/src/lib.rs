@@ -1,0 +1,96 @@
+//! Reports: turns a pass's figures (from `analysis`) into Markdown, HTML, SVG charts and the
+//! leaderboard CSV, through the minijinja templates in `report-templates/`.
+//!
+//! A report is a pure function of the pass and the templates: no clock, no environment, no
+//! randomness, so the same pass renders the same bytes. This crate does no I/O; `xtask` writes
+//! what it returns.
+
+pub mod charts;
+pub mod diff;
+pub mod view;
+
+use analysis::cells::CellStep;
+use harness::pass::Pass;
+use minijinja::{context, AutoEscape, Environment};
+
+pub use charts::Chart;
+
+/// Everything a pass report consists of, ready to be written.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub markdown: String,
+    pub html: String,
+    pub charts: Vec<Chart>,
+    pub leaderboard_csv: String,
+}
+
+pub(crate) fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|name| if name.contains(".html") { AutoEscape::Html } else { AutoEscape::None });
+    env.add_filter("md", md_escape);
+    env.add_filter("marks", md_marks);
+    for (name, source) in [
+        ("report.md.j2", include_str!("../../report-templates/report.md.j2")),
+        ("report.html.j2", include_str!("../../report-templates/report.html.j2")),
+        ("diff.md.j2", include_str!("../../report-templates/diff.md.j2")),
+        ("diff.html.j2", include_str!("../../report-templates/diff.html.j2")),
+    ] {
+        env.add_template(name, source).expect("the shipped templates parse");
+    }
+    env
+}
+
+/// Makes a string safe inside a Markdown table: no cell breaks, no markup, no HTML.
+pub fn md_escape(value: String) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '|' | '\\' | '*' | '_' | '`' | '[' | ']' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Footnote marks in Markdown: `*` escaped (it would italicise), numbers superscript.
+pub fn md_marks(marks: String) -> String {
+    let (star, numbers) = match marks.strip_prefix('*') {
+        Some(rest) => ("\\*", rest),
+        None => ("", marks.as_str()),
+    };
+    if numbers.is_empty() {
+        star.to_owned()
+    } else {
+        format!("{star}<sup>{numbers}</sup>")
+    }
+}
+
+/// Renders the report of one pass from its figures (`analysis::cells::summarize`).
+pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinja::Error> {
+    let (tables, notes) = view::tables(steps);
+    let charts: Vec<Chart> =
+        [charts::decode_by_cell(steps), charts::decode_vs_prompt(steps), charts::token_timeline(pass)].into_iter().flatten().collect();
+    let ctx = context! {
+        pass => view::header(pass),
+        tables => tables,
+        notes => notes,
+        spec => view::spec(steps),
+        engines => view::engines(pass),
+        charts => charts,
+        floor_pct => (analysis::band::FLOOR * 100.0).round() as u32,
+    };
+    let env = environment();
+    Ok(Rendered {
+        markdown: env.get_template("report.md.j2")?.render(&ctx)?,
+        html: env.get_template("report.html.j2")?.render(&ctx)?,
+        charts,
+        leaderboard_csv: analysis::leaderboard::to_csv([steps]),
+    })
+}

@@ -1,0 +1,352 @@
+//! What the templates see: every figure formatted, every mark placed, every footnote written.
+//! Strings are raw here; the templates escape them (HTML auto-escaping, the `md` filter).
+
+use analysis::cells::{CellStep, Metric};
+use analysis::reasons::{Reason, ReasonCode};
+use harness::pass::{Pass, Workload};
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct Table {
+    pub title: String,
+    pub caption: String,
+    pub corner: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub label: String,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cell {
+    pub text: String,
+    /// `*` and footnote numbers, e.g. `*2,3`.
+    pub marks: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Note {
+    pub mark: String,
+    pub code: String,
+    pub text: String,
+}
+
+/// Footnotes shared by a whole report: one number per distinct reason.
+#[derive(Debug, Default)]
+pub struct Notes {
+    notes: Vec<Note>,
+}
+
+impl Notes {
+    /// The marks for `reasons`: `*` for a short stop (when `star` is asked for), numbers for the rest.
+    pub fn marks(&mut self, reasons: &[Reason], star: bool) -> String {
+        let mut star_mark = false;
+        let mut numbers = Vec::new();
+        for reason in reasons {
+            if reason.code == ReasonCode::ShortStop {
+                if !star {
+                    continue;
+                }
+                star_mark = true;
+            }
+            let mark = if reason.code == ReasonCode::ShortStop { "*".to_owned() } else { String::new() };
+            let text = reason.explain();
+            let index = match self.notes.iter().position(|n| n.code == reason.code.as_str() && n.text == text) {
+                Some(i) => i,
+                None => {
+                    let number = self.notes.iter().filter(|n| n.mark != "*").count() + 1;
+                    let mark = if mark.is_empty() { number.to_string() } else { mark };
+                    self.notes.push(Note { mark, code: reason.code.as_str().to_owned(), text });
+                    self.notes.len() - 1
+                }
+            };
+            let mark = &self.notes[index].mark;
+            if mark != "*" && !numbers.contains(mark) {
+                numbers.push(mark.clone());
+            }
+        }
+        let mut out = if star_mark { "*".to_owned() } else { String::new() };
+        out.push_str(&numbers.join(","));
+        out
+    }
+
+    pub fn into_vec(self) -> Vec<Note> {
+        self.notes
+    }
+}
+
+/// `81.9 ±2.0%`; without ± when fewer runs than a band needs.
+pub fn with_band(metric: &Metric, digits: usize) -> String {
+    if metric.values.len() < analysis::cells::MIN_RUNS_FOR_BAND {
+        format!("{:.digits$}", metric.median)
+    } else {
+        format!("{:.digits$} ±{:.1}%", metric.median, metric.band.half_width * 100.0)
+    }
+}
+
+fn engine_label(step: &CellStep, lanes_differ: bool) -> String {
+    if lanes_differ {
+        format!("{} · {}", step.engine, step.lane)
+    } else {
+        step.engine.clone()
+    }
+}
+
+/// A table with one row per `row_of(step)`, one column per `column_of(step)`, and `cell` for
+/// each step that falls in it.
+fn grid(
+    title: &str,
+    caption: &str,
+    corner: &str,
+    steps: &[&CellStep],
+    row_of: impl Fn(&CellStep) -> String,
+    column_of: impl Fn(&CellStep) -> (u64, String),
+    mut cell: impl FnMut(&CellStep) -> Cell,
+) -> Option<Table> {
+    if steps.is_empty() {
+        return None;
+    }
+    let mut rows: Vec<String> = Vec::new();
+    let mut columns: Vec<(u64, String)> = Vec::new();
+    for s in steps {
+        let r = row_of(s);
+        if !rows.contains(&r) {
+            rows.push(r);
+        }
+        let c = column_of(s);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    columns.sort();
+    let mut cells: Vec<Vec<Cell>> = vec![vec![Cell { text: "–".to_owned(), marks: String::new() }; columns.len()]; rows.len()];
+    for s in steps {
+        let r = rows.iter().position(|x| *x == row_of(s)).expect("row listed");
+        let c = columns.iter().position(|x| *x == column_of(s)).expect("column listed");
+        cells[r][c] = cell(s);
+    }
+    Some(Table {
+        title: title.to_owned(),
+        caption: caption.to_owned(),
+        corner: corner.to_owned(),
+        columns: columns.into_iter().map(|(_, name)| name).collect(),
+        rows: rows.into_iter().zip(cells).map(|(label, cells)| Row { label, cells }).collect(),
+    })
+}
+
+/// The report's tables, in reading order, and the footnotes their marks refer to.
+pub fn tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
+    let mut notes = Notes::default();
+    let lanes_differ = steps.iter().any(|s| s.lane != steps[0].lane);
+    let of = |w: Workload| steps.iter().filter(|s| s.workload == w).collect::<Vec<_>>();
+    let (sustained, matrix, pptg) = (of(Workload::Sustained), of(Workload::PromptMatrix), of(Workload::PpTg));
+    let by_engine = |s: &CellStep| engine_label(s, lanes_differ);
+    let by_engine_family = |s: &CellStep| format!("{} · {}", engine_label(s, lanes_differ), s.family);
+    let by_target = |s: &CellStep| (s.target_prompt_tokens, s.target_prompt_tokens.to_string());
+    let by_pptg = |s: &CellStep| (s.target_prompt_tokens, format!("pp{}-tg{}", s.target_prompt_tokens, s.max_tokens));
+    let mut out = Vec::new();
+
+    out.extend(grid(
+        "Sustained decode (tok/s)",
+        "Engines × model families: the same short prose prompt, decoded to the token cap.",
+        "engine",
+        &sustained,
+        by_engine,
+        |s| (0, s.family.clone()),
+        |s| decode_cell(s, &mut notes),
+    ));
+    out.extend(grid(
+        "Prompt-size matrix: decode (tok/s) · actual prompt tokens",
+        "Decode rate at each prompt-size target, with the prompt tokens the engine actually counted.",
+        "engine · family",
+        &matrix,
+        by_engine_family,
+        by_target,
+        |s| {
+            let mut cell = decode_cell(s, &mut notes);
+            if let Some(p) = &s.prompt_tokens {
+                cell.text = format!("{} · {:.0} tok", cell.text, p.median);
+            }
+            cell
+        },
+    ));
+    let ttft_steps: Vec<&CellStep> = sustained.iter().chain(matrix.iter()).copied().collect();
+    out.extend(grid(
+        "Time to first token (ms)",
+        "Request sent → first token received, at each prompt-size target (0: the sustained prompt).",
+        "engine · family",
+        &ttft_steps,
+        by_engine_family,
+        by_target,
+        |s| other_cell(s, s.ttft.as_ref(), 1, &mut notes),
+    ));
+    out.extend(grid(
+        "Prefill (tok/s)",
+        "Actual prompt tokens ÷ time to first token: an end-to-end prefill rate, network and queueing included.",
+        "engine · family",
+        &ttft_steps,
+        by_engine_family,
+        by_target,
+        |s| other_cell(s, s.prefill.as_ref(), 0, &mut notes),
+    ));
+    out.extend(grid(
+        "ppN-tgM: decode (tok/s)",
+        "The standardized protocol: N prompt tokens, M generated.",
+        "engine · family",
+        &pptg,
+        by_engine_family,
+        by_pptg,
+        |s| decode_cell(s, &mut notes),
+    ));
+    out.extend(grid(
+        "ppN-tgM: prefill (tok/s)",
+        "Actual prompt tokens ÷ time to first token.",
+        "engine · family",
+        &pptg,
+        by_engine_family,
+        by_pptg,
+        |s| other_cell(s, s.prefill.as_ref(), 0, &mut notes),
+    ));
+    (out, notes.into_vec())
+}
+
+fn decode_cell(step: &CellStep, notes: &mut Notes) -> Cell {
+    Cell {
+        text: step.decode.as_ref().map_or("–".to_owned(), |m| with_band(m, 1)),
+        marks: notes.marks(&step.reasons, true),
+    }
+}
+
+/// TTFT and prefill still count for short-stopped runs: no `*`.
+fn other_cell(step: &CellStep, metric: Option<&Metric>, digits: usize, notes: &mut Notes) -> Cell {
+    Cell { text: metric.map_or("–".to_owned(), |m| with_band(m, digits)), marks: notes.marks(&step.reasons, false) }
+}
+
+#[derive(Debug, Serialize)]
+pub struct PassHeader {
+    pub pass_id: String,
+    pub machine: String,
+    pub machine_detail: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: String,
+    pub n_runs: usize,
+    pub benchpass: String,
+    pub protocol: String,
+}
+
+pub fn header(pass: &Pass) -> PassHeader {
+    let m = &pass.info.machine;
+    let detail: Vec<String> = [
+        m.os.clone(),
+        m.kernel.as_ref().map(|k| format!("kernel {k}")),
+        m.cpu.clone(),
+        m.cores.map(|c| format!("{c} cores")),
+        m.memory_bytes.map(|b| format!("{:.0} GiB", b as f64 / (1u64 << 30) as f64)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let protocol = match &pass.info.request {
+        Some(r) => {
+            let steps: Vec<String> = r
+                .steps
+                .iter()
+                .map(|s| {
+                    let what = match s.workload {
+                        Workload::Sustained => "sustained".to_owned(),
+                        w => format!("{} {}", w.as_str(), s.target_prompt_tokens),
+                    };
+                    format!("{what}: {} warmup + {} runs × {} tokens", s.warmup, s.runs, s.max_tokens)
+                })
+                .collect();
+            format!(
+                "{} API, temperature {}, concurrency {}{}; {}",
+                r.api,
+                r.temperature,
+                r.concurrency,
+                if r.ignore_eos { ", ignore_eos" } else { "" },
+                steps.join("; ")
+            )
+        }
+        None => match &pass.info.imported_from {
+            Some(file) => format!("imported from {file}"),
+            None => "not recorded".to_owned(),
+        },
+    };
+    let benchpass = match &pass.info.benchpass.git_commit {
+        Some(commit) => format!("{} ({})", pass.info.benchpass.version, commit),
+        None => pass.info.benchpass.version.clone(),
+    };
+    PassHeader {
+        pass_id: pass.info.pass_id.clone(),
+        machine: m.name.clone(),
+        machine_detail: if detail.is_empty() { "not recorded".to_owned() } else { detail.join(", ") },
+        started_at: if pass.info.started_at.is_empty() { "–".to_owned() } else { pass.info.started_at.clone() },
+        finished_at: pass.info.finished_at.clone().unwrap_or_else(|| "–".to_owned()),
+        status: format!("{:?}", pass.info.status).to_lowercase(),
+        n_runs: pass.runs.len(),
+        benchpass,
+        protocol,
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct EngineRow {
+    pub cell: String,
+    pub engine: String,
+    pub version: String,
+    pub version_source: String,
+    pub engine_sha256: String,
+    pub model: String,
+    pub family: String,
+    pub lane: String,
+    pub build_sha256: String,
+    pub n_files: usize,
+}
+
+pub fn engines(pass: &Pass) -> Vec<EngineRow> {
+    pass.info
+        .cells
+        .iter()
+        .map(|c| EngineRow {
+            cell: c.id.clone(),
+            engine: c.engine.name.clone(),
+            version: if c.engine.version.is_empty() { "unknown".to_owned() } else { c.engine.version.clone() },
+            version_source: c.engine.version_source.clone(),
+            engine_sha256: c.engine.sha256.clone().unwrap_or_else(|| "not hashed".to_owned()),
+            model: c.model.clone(),
+            family: c.family().to_owned(),
+            lane: c.lane.clone(),
+            build_sha256: c.build.sha256.clone().unwrap_or_else(|| "not hashed".to_owned()),
+            n_files: c.build.files.len(),
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
+pub struct SpecRow {
+    pub cell: String,
+    pub workload: String,
+    pub target: u64,
+    pub acceptance: String,
+}
+
+pub fn spec(steps: &[CellStep]) -> Vec<SpecRow> {
+    steps
+        .iter()
+        .filter_map(|s| {
+            let a = s.spec_acceptance?;
+            Some(SpecRow {
+                cell: format!("{} · {}", s.engine, s.family),
+                workload: s.workload.as_str().to_owned(),
+                target: s.target_prompt_tokens,
+                acceptance: format!("{:.1}%", a * 100.0),
+            })
+        })
+        .collect()
+}
