@@ -1,0 +1,129 @@
+//! Reports rendered from the hand-worked fixtures: figures and marks where a reader looks for
+//! them, exact CSV columns, escaping of hostile strings, the same bytes every time, and the
+//! HTML opened in a real headless Chromium.
+
+mod browser;
+
+use std::path::{Path, PathBuf};
+
+use harness::pass::{read_pass, Pass};
+
+pub fn fixture_pass(name: &str, pass_id: &str, tmp: &tempfile::TempDir) -> Pass {
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/diff").join(name);
+    harness::pass::csv::import_runs(&csv, tmp.path()).unwrap();
+    read_pass(&tmp.path().join(pass_id)).unwrap()
+}
+
+fn render(pass: &Pass) -> report::Rendered {
+    let steps = analysis::cells::summarize(pass).unwrap();
+    report::render_pass(pass, &steps).unwrap()
+}
+
+#[test]
+fn the_sustained_table_shows_each_engine_with_its_band_and_marks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = render(&fixture_pass("a.csv", "fx-a", &tmp));
+    // llama.cpp ran 50, 51, 49 tok/s: median 50.0, band ±2.0 %; the row compares four engines
+    // on four builds, so every cell carries the engine+build note (number 1, the first raised).
+    assert!(r.markdown.contains("| llama.cpp | 50.0 ±2.0%<sup>1</sup> |"), "{}", r.markdown);
+    assert!(r.markdown.contains("| mlx-lm | 100.0 ±2.0%<sup>1</sup> |"));
+    assert!(r.markdown.contains("<sup>1</sup> `engine+build`: the weights differ between the engines compared"));
+    // The 8192 target: one run at 25 tok/s that read 5500 tokens — no band, prompt-size flagged.
+    let matrix_row = r.markdown.lines().find(|l| l.starts_with("| llama.cpp · qwen |") && l.contains("tok")).unwrap();
+    assert!(matrix_row.contains("| 25.0 · 5500 tok<sup>"), "{matrix_row}");
+    assert!(r.markdown.contains("`prompt-size`: the actual prompt size is off its target"));
+    assert!(r.markdown.contains("(median 5500 actual tokens for a 8192 target)"));
+}
+
+#[test]
+fn a_starred_cell_is_starred_and_explained() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = render(&fixture_pass("b.csv", "fx-b", &tmp));
+    // ollama's B runs all stopped at 180 of 256 tokens: 45 tok/s is a burst.
+    assert!(r.markdown.contains("| ollama | 45.0 ±2.2%\\*<sup>"), "{}", r.markdown);
+    assert!(r.markdown.contains("\\* `short-stop`: runs ended before their token cap"));
+    assert!(r.html.contains("45.0 ±2.2%<sup>*"));
+}
+
+#[test]
+fn the_same_pass_renders_the_same_bytes_wherever_it_lies() {
+    let (t1, t2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (render(&fixture_pass("a.csv", "fx-a", &t1)), render(&fixture_pass("a.csv", "fx-a", &t2)));
+    assert_eq!(a.markdown, b.markdown);
+    assert_eq!(a.html, b.html);
+    assert_eq!(a.leaderboard_csv, b.leaderboard_csv);
+    assert_eq!(a.charts.iter().map(|c| &c.svg).collect::<Vec<_>>(), b.charts.iter().map(|c| &c.svg).collect::<Vec<_>>());
+}
+
+#[test]
+fn the_leaderboard_has_exactly_its_columns_and_one_row_per_figure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = render(&fixture_pass("a.csv", "fx-a", &tmp));
+    let mut lines = r.leaderboard_csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,target_prompt_tokens,\
+metric,unit,median,band_low,band_high,n,n_short,flags,token_count_source"
+    );
+    let llama = format!("fx-a,m1,llama.cpp,b5000,,qwen,{},text,sustained,0,", "1".repeat(64));
+    // 50 tok/s ± 2 %: 49.000 to 51.000 (the 49 run was written as 5204.082 ms: 48.99999 tok/s).
+    assert!(r.leaderboard_csv.contains(&format!("{llama}decode_tps,tok/s,50.000,49.000,51.000,3,0,engine+build,usage")), "{}", r.leaderboard_csv);
+    assert!(r.leaderboard_csv.contains(&format!("{llama}ttft_ms,ms,120.000,117.600,122.400,3,0,engine+build,usage")));
+    // One run: no band.
+    assert!(r.leaderboard_csv.contains(",prompt-matrix,8192,decode_tps,tok/s,25.000,,,1,0,few-runs;prompt-size,usage"));
+    // 4 sustained cells × 4 metrics + 2048 (4 metrics) + 8192 (4 metrics).
+    assert_eq!(lines.count(), 24);
+}
+
+#[test]
+fn the_diff_csv_has_exactly_its_columns_and_the_hand_worked_verdicts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (fixture_pass("a.csv", "fx-a", &tmp), fixture_pass("b.csv", "fx-b", &tmp));
+    let (sa, sb) = (analysis::cells::summarize(&a).unwrap(), analysis::cells::summarize(&b).unwrap());
+    let d = analysis::diff::diff(&a, &sa, &b, &sb);
+    let csv = report::diff::to_csv(&d);
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons"
+    );
+    assert!(csv.contains("llama.cpp,qwen,text,sustained,0,decode_tps,50.000,95.000,90.000,faster,engine,low-n"), "{csv}");
+    assert!(csv.contains("mlx-lm,qwen,text,sustained,0,decode_tps,100.000,101.000,1.000,within-noise,none,"));
+    assert!(csv.contains("vllm,qwen,text,sustained,0,decode_tps,60.000,66.000,10.000,faster,engine+build,low-n"));
+    assert!(csv.contains("ollama,qwen,text,sustained,0,decode_tps,40.000,45.000,12.500,incomparable,none,short-stop"));
+    let md = report::diff::to_markdown(&d).unwrap();
+    assert!(md.contains("engine and weights both changed: not an engine-only delta"));
+    assert!(md.contains("decode_tps up to 1.0% over 1 control cell(s)"));
+}
+
+#[test]
+fn strings_from_engines_cannot_inject_markup_or_break_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("hostile.csv");
+    std::fs::write(
+        &csv,
+        "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,target_prompt_tokens,prompt_tokens,max_tokens,completion_tokens,ttft_ms,decode_ms,finish_reason,warmup,rep,error,token_count_source\n\
+         evil,\"m<img src=x onerror=alert(1)>\",\"<script>alert(1)</script>\",\"1|2\",,\"a|b\",,text,sustained,0,30,256,256,120,5100,length,false,0,,usage\n\
+         evil,\"m<img src=x onerror=alert(1)>\",\"<script>alert(1)</script>\",\"1|2\",,\"a|b\",,text,sustained,0,30,256,256,121,5000,length,false,1,,usage\n",
+    )
+    .unwrap();
+    harness::pass::csv::import_runs(&csv, &tmp.path().join("passes")).unwrap();
+    let r = render(&read_pass(&tmp.path().join("passes/evil")).unwrap());
+    for text in [&r.html, &r.markdown] {
+        assert!(!text.contains("<script>alert"), "raw script tag");
+        assert!(!text.contains("<img src"), "raw img tag");
+    }
+    assert!(r.html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;") || r.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // In Markdown a `|` would split the cell: it is escaped.
+    assert!(r.markdown.contains("a\\|b"));
+    assert!(!r.markdown.contains("| a|b"));
+    for chart in &r.charts {
+        assert!(!chart.svg.contains("<script>"), "{}", chart.file);
+    }
+}
+
+/// Where screenshots are kept for a person to look at.
+pub fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/report-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
