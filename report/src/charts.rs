@@ -34,23 +34,7 @@ pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
     let top = cells.iter().filter_map(|s| s.decode.as_ref()).map(|m| m.band.high.max(m.median)).fold(0.0, f64::max) * 1.15;
     let mut svg = String::new();
     draw(&mut svg, |root| {
-        let n = cells.len() as i32;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("Sustained decode rate (median and noise band)", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .y_desc("decode tok/s")
-            .x_labels(cells.len())
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .draw()?;
+        let mut chart = categorical(&root, "Sustained decode rate (median and noise band)", &names, top, "")?;
         for (i, step) in cells.iter().enumerate() {
             let m = step.decode.as_ref().expect("filtered on decode");
             let x = SegmentValue::CenterOf(i as i32);
@@ -86,25 +70,9 @@ pub fn decode_vs_prompt(steps: &[CellStep]) -> Option<Chart> {
     }
     let top = matrix.iter().filter_map(|s| s.decode.as_ref()).map(|m| m.median).fold(0.0, f64::max) * 1.2;
     let mut svg = String::new();
+    let target_names: Vec<String> = targets.iter().map(u64::to_string).collect();
     draw(&mut svg, |root| {
-        let n = targets.len() as i32;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("Decode rate against prompt size", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .y_desc("decode tok/s")
-            .x_desc("prompt-size target (tokens)")
-            .x_labels(targets.len())
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => targets.get(*i as usize).map(|t| t.to_string()).unwrap_or_default(),
-                _ => String::new(),
-            })
-            .draw()?;
+        let mut chart = categorical(&root, "Decode rate against prompt size", &target_names, top, "prompt-size target (tokens)")?;
         for (i, (name, points)) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let line: Vec<(SegmentValue<i32>, f64)> = points.iter().map(|&(x, y)| (SegmentValue::CenterOf(x as i32), y)).collect();
@@ -166,6 +134,35 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
 }
 
 type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// A chart with one named category per x position (cells, or prompt targets) and a rate on y.
+fn categorical<'a, 'b>(
+    root: &'a Root<'b>,
+    caption: &str,
+    categories: &[String],
+    top: f64,
+    x_desc: &str,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32>, plotters::coord::types::RangedCoordf64>>, Box<dyn std::error::Error + 'b>> {
+    let n = categories.len() as i32;
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("decode tok/s")
+        .x_desc(x_desc)
+        .x_labels(categories.len())
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => categories.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()?;
+    Ok(chart)
+}
 
 /// Runs `body` on an SVG canvas; a drawing error leaves the chart out rather than the report.
 fn draw(svg: &mut String, body: impl FnOnce(Root<'_>) -> Result<(), Box<dyn std::error::Error + '_>>) -> Option<()> {

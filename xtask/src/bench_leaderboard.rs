@@ -13,14 +13,7 @@ use harness::pass::*;
 const ENGINES: [&str; 6] = ["llama.cpp", "vllm", "mlx-lm", "ollama", "lm-studio", "omlx"];
 
 pub fn run(args: &[&str]) -> anyhow::Result<()> {
-    // Timings of unoptimised code say nothing: run this task from a release build.
-    if cfg!(debug_assertions) {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["run", "--quiet", "--release", "-p", "xtask", "--", "bench", "leaderboard"])
-            .args(args)
-            .current_dir(crate::workspace_root())
-            .status()?;
-        anyhow::ensure!(status.success(), "the release run failed");
+    if crate::rerun_in_release(&["bench", "leaderboard"], args)? {
         return Ok(());
     }
     let n_passes: usize = match args {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_leaderboard;
+mod bench_report;
 mod demo;
 mod reports;
 
@@ -25,6 +26,7 @@ tasks:
   bench leaderboard [--passes N]
                           read and summarise a synthetic corpus of N passes (default 10,000,
                           about 1.3 million runs) into one leaderboard CSV; time and peak memory
+  bench report            render a 12-cell pass (figures, Markdown, HTML, charts), timed
 ";
 
 fn main() -> ExitCode {
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         ["leaderboard", rest @ ..] => reports::leaderboard(rest),
         ["bench", "client", rest @ ..] => bench::client(rest),
         ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
+        ["bench", "report", rest @ ..] => bench_report::run(rest),
         ["help" | "--help" | "-h"] | [] => {
             print!("{USAGE}");
             Ok(())
@@ -50,6 +53,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Timings of unoptimised code say nothing: a benchmark started from a debug build runs
+/// itself again from a release build. Returns true when it did (the caller is done).
+fn rerun_in_release(task: &[&str], args: &[&str]) -> anyhow::Result<bool> {
+    if !cfg!(debug_assertions) {
+        return Ok(false);
+    }
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["run", "--quiet", "--release", "-p", "xtask", "--"])
+        .args(task)
+        .args(args)
+        .current_dir(workspace_root())
+        .status()?;
+    anyhow::ensure!(status.success(), "the release run of `{}` failed", task.join(" "));
+    Ok(true)
 }
 
 /// The workspace root (xtask's manifest sits one level below it).
