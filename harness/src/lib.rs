@@ -9,6 +9,7 @@ pub mod client;
 pub mod corpus;
 pub mod metrics;
 pub mod pass;
+pub mod plan;
 pub mod probe;
 pub mod progress;
 pub mod provenance;

@@ -28,27 +28,49 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Run(RunArgs),
+    #[command(subcommand)]
+    Plan(PlanCommand),
     Sim(SimArgs),
     Export(ExportArgs),
     Import(ImportArgs),
 }
 
-/// Benchmark a running OpenAI-compatible server and write a raw pass.
+/// Plan files.
+#[derive(Subcommand)]
+enum PlanCommand {
+    /// Validate a plan without running it: unknown keys, missing files, unknown engines or
+    /// models, each error with file:line and a hint.
+    Check { plan: PathBuf },
+}
+
+/// Benchmark a server and write a raw pass: a running server (--url), or a whole plan.
 ///
-/// Example: benchpass run --url http://127.0.0.1:8080 --model qwen3-8b --engine llama.cpp \
-///   --weights ~/models/qwen3-8b-q4_k_m.gguf --prompt-tokens 128 --prompt-tokens 2048 --runs 3
-///
+/// A running server:
+///   benchpass run --url http://127.0.0.1:8080 --model qwen3-8b --engine llama.cpp \
+///     --weights ~/models/qwen3-8b-q4_k_m.gguf --prompt-tokens 128 --prompt-tokens 2048 --runs 3
 /// Without --prompt-tokens the workload is `sustained` (one short prose prompt, decode until
 /// the cap); with it, `prompt-matrix` (a prompt cut from real prose to each size).
+///
+/// A plan (engines started fresh and stopped by benchpass, cell by cell):
+///   benchpass run plans/seed-protocol.toml [--out DIR] [--dry-run] [--gap-scale 0]
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 struct RunArgs {
+    /// A plan file (TOML); see docs/plans.md. Without it, --url and --model say what to measure.
+    #[arg(value_name = "PLAN.toml", conflicts_with_all = ["url", "model"])]
+    plan: Option<PathBuf>,
+    /// Print a plan's schedule and its total duration, and run nothing.
+    #[arg(long, requires = "plan")]
+    dry_run: bool,
+    /// Multiply every gap of a plan by this (0: no cool-downs, for tests and demos).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    gap_scale: f64,
     /// The server's base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine).
-    #[arg(long)]
-    url: String,
+    #[arg(long, required_unless_present = "plan")]
+    url: Option<String>,
     /// The model id to request (as the server knows it).
-    #[arg(long)]
-    model: String,
+    #[arg(long, required_unless_present = "plan")]
+    model: Option<String>,
     /// Engine name for the record, e.g. llama.cpp, vllm, mlx-lm.
     #[arg(long, default_value = "openai-compatible")]
     engine: String,
@@ -238,7 +260,22 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => run_command(args),
+        Command::Run(args) => match args.plan.clone() {
+            Some(plan) => plan_run_command(&plan, args),
+            None => run_command(args),
+        },
+        Command::Plan(PlanCommand::Check { plan }) => {
+            let plan = load_plan(&plan)?;
+            println!(
+                "{}: {} engines, {} models, {} cells, {} steps: ok",
+                plan.path.display(),
+                plan.file.engines.len(),
+                plan.file.models.len(),
+                plan.file.cells.len(),
+                plan.steps.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sim(args) => sim_command(args),
         Command::Export(args) => {
             let pass = harness::pass::read_pass(&args.pass)?;
@@ -278,7 +315,44 @@ fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
+fn load_plan(path: &std::path::Path) -> anyhow::Result<harness::plan::Plan> {
+    harness::plan::load(path).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{} problem(s) in the plan:\n{}", errors.len(), lines.join("\n"))
+    })
+}
+
+fn progress_mode(arg: ProgressArg) -> ProgressMode {
+    match arg {
+        ProgressArg::Auto => ProgressMode::Auto,
+        ProgressArg::Plain => ProgressMode::Plain,
+        ProgressArg::Quiet => ProgressMode::Quiet,
+    }
+}
+
+fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let plan = load_plan(path)?;
+    anyhow::ensure!(args.gap_scale.is_finite() && args.gap_scale >= 0.0, "--gap-scale must be 0 or more");
+    if args.dry_run {
+        print!("{}", harness::plan::dry_run(&plan, args.gap_scale));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = harness::plan::PlanRunOptions {
+        out: args.out,
+        pass_id: args.pass_id,
+        gap_scale: args.gap_scale,
+        progress: progress_mode(args.progress),
+        hash_cache: args.hash_cache,
+        api_key_env: args.api_key_env,
+    };
+    let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
+    report_summary(&summary)
+}
+
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (Some(url), Some(model)) = (args.url.clone(), args.model.clone()) else {
+        anyhow::bail!("give --url and --model (a running server), or a plan file");
+    };
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
@@ -305,7 +379,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let options = RunOptions {
-        url: args.url,
+        url,
         engine: args.engine,
         engine_version: args.engine_version,
         engine_path: args.engine_path,
@@ -321,7 +395,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
                 ApiArg::Chat => Api::Chat,
                 ApiArg::Completions => Api::Completions,
             },
-            model: args.model,
+            model,
             temperature: args.temperature,
             seed: args.seed,
             ignore_eos: args.ignore_eos,
@@ -332,13 +406,13 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         out: args.out,
         pass_id: args.pass_id,
-        progress: match args.progress {
-            ProgressArg::Auto => ProgressMode::Auto,
-            ProgressArg::Plain => ProgressMode::Plain,
-            ProgressArg::Quiet => ProgressMode::Quiet,
-        },
+        progress: progress_mode(args.progress),
     };
     let summary = runtime()?.block_on(run_pass(options))?;
+    report_summary(&summary)
+}
+
+fn report_summary(summary: &harness::runner::PassSummary) -> anyhow::Result<ExitCode> {
     let sources: Vec<_> = summary.token_count_sources.iter().map(|s| s.as_str()).collect();
     let sources = if sources.is_empty() { "nowhere".to_owned() } else { sources.join(" and ") };
     println!("{}", summary.dir.display());

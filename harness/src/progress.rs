@@ -59,6 +59,15 @@ impl Progress {
         }
     }
 
+    /// A line about what the pass is doing (starting an engine, clearing a cache).
+    pub fn note(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None if self.mode != ProgressMode::Quiet => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();

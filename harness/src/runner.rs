@@ -52,13 +52,15 @@ pub struct PassSummary {
     pub token_count_sources: Vec<TokenCountSource>,
 }
 
-struct Job {
-    workload: Workload,
-    target: u64,
-    max_tokens: u64,
-    rep: u32,
-    warmup: bool,
-    prompt: Arc<String>,
+/// One request to make: a step's warmup or measured repetition with its prompt cut.
+pub struct Job {
+    pub workload: Workload,
+    pub target: u64,
+    pub max_tokens: u64,
+    pub ignore_eos: bool,
+    pub rep: u32,
+    pub warmup: bool,
+    pub prompt: Arc<String>,
 }
 
 /// The steps of a command-line pass: one per prompt target (one target, 0, for sustained),
@@ -67,55 +69,184 @@ pub fn steps_for(workload: Workload, targets: &[u64], runs: u32, warmup: u32, ma
     let targets = if workload == Workload::Sustained { &[0][..] } else { targets };
     targets
         .iter()
-        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs })
+        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false })
         .collect()
+}
+
+/// What benchpass learned from a server before its first run.
+pub struct ServerFacts {
+    pub version: String,
+    pub version_source: String,
+    pub counter: TokenCounter,
+}
+
+/// Probes a server: it answers `/v1/models` (else a one-line error naming the URL), its
+/// version (unless the user gave one), and whether it has a tokenizer endpoint.
+pub async fn probe_server(
+    http: &reqwest::Client,
+    base: &str,
+    api_key: Option<&str>,
+    model: &str,
+    engine_version: Option<&str>,
+) -> anyhow::Result<ServerFacts> {
+    let models = probe::served_models(http, base, api_key).await?;
+    if !models.is_empty() && !models.iter().any(|m| m == model) {
+        eprintln!(
+            "warning: {base} lists models [{}], not `{model}`; many servers accept any name, so going on",
+            models.join(", ")
+        );
+    }
+    let (version, version_source) = match engine_version {
+        Some(v) => (v.to_owned(), "user".to_owned()),
+        None => probe::reported_version(http, base).await.unwrap_or_else(|| (String::new(), "unknown".to_owned())),
+    };
+    Ok(ServerFacts { version, version_source, counter: TokenCounter::detect(http, base).await })
+}
+
+/// The HTTP client every pass uses: no Nagle delay, a connection per stream kept alive.
+pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(concurrency as usize)
+        .build()?)
+}
+
+/// Reads the API key from the variable the user named; the key itself is never stored.
+pub fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
+    match var {
+        Some(var) => Ok(Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?)),
+        None => Ok(None),
+    }
+}
+
+/// Hashes a weight file or folder through the on-disk cache.
+pub fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path>, progress: crate::progress::ProgressMode) -> anyhow::Result<BuildInfo> {
+    let cache_path = hash_cache.map(std::path::Path::to_owned).or_else(HashCache::default_path);
+    let mut cache = cache_path.as_deref().map(HashCache::load).unwrap_or_default();
+    let build = provenance::hash_weights(weights, &mut cache, &crate::progress::HashBar::new(progress))?;
+    if let Err(e) = cache.save() {
+        eprintln!("warning: could not save the weight-hash cache: {e:#}");
+    }
+    Ok(build)
+}
+
+pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step>) -> RequestParams {
+    RequestParams {
+        api: request.api.as_str().to_owned(),
+        temperature: request.temperature,
+        seed: request.seed,
+        ignore_eos: request.ignore_eos,
+        min_tokens: request.min_tokens,
+        extra: request.extra.clone(),
+        concurrency,
+        first_token_timeout_s: request.first_token_timeout.as_secs_f64(),
+        idle_timeout_s: request.idle_timeout.as_secs_f64(),
+        steps,
+    }
+}
+
+pub fn new_summary(dir: &std::path::Path) -> PassSummary {
+    PassSummary {
+        dir: dir.to_owned(),
+        status: PassStatus::Complete,
+        n_runs: 0,
+        n_failed: 0,
+        n_short: 0,
+        token_count_sources: Vec::new(),
+    }
+}
+
+/// Set once by Ctrl-C; every running loop watches it.
+#[derive(Clone)]
+pub struct Interrupt(tokio::sync::watch::Receiver<bool>);
+
+impl Interrupt {
+    /// Starts listening for Ctrl-C (SIGINT).
+    pub fn on_ctrl_c() -> Interrupt {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                let _ = tx.send(true);
+            }
+            // Keep the sender alive so that receivers never see the channel close.
+            std::future::pending::<()>().await;
+        });
+        Interrupt(rx)
+    }
+
+    pub fn is_set(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Resolves once Ctrl-C has been pressed (at once if it already was).
+    pub async fn wait(&mut self) {
+        let _ = self.0.wait_for(|set| *set).await;
+    }
+}
+
+/// A server being measured for one cell: everything a run needs.
+pub struct Target<'a> {
+    pub http: &'a reqwest::Client,
+    /// The completions endpoint, e.g. `http://127.0.0.1:8080/v1/chat/completions`.
+    pub url: String,
+    pub api_key: Option<&'a str>,
+    pub request: &'a RequestConfig,
+    pub counter: &'a TokenCounter,
+    pub cell_id: &'a str,
+    pub concurrency: u32,
+}
+
+/// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
+/// Ctrl-C stopped it (runs in flight are abandoned, finished ones are on disk).
+pub async fn run_jobs(
+    target: &Target<'_>,
+    jobs: &[Job],
+    writer: &mut PassWriter,
+    progress: &Progress,
+    summary: &mut PassSummary,
+    interrupt: &mut Interrupt,
+) -> anyhow::Result<bool> {
+    // Warmups finish before measured runs start, step by step.
+    let phases = jobs.chunk_by(|a, b| (a.workload, a.target, a.warmup) == (b.workload, b.target, b.warmup));
+    for phase in phases {
+        let mut runs = futures_util::stream::iter(phase)
+            .map(|job| run_one(target, job))
+            .buffer_unordered(target.concurrency as usize);
+        loop {
+            tokio::select! {
+                biased;
+                _ = interrupt.wait() => return Ok(false),
+                next = runs.next() => {
+                    let Some(run) = next else { break };
+                    writer.append(&run)?;
+                    progress.on_run(&run);
+                    tally(summary, &run);
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let started_at = provenance::utc_now_rfc3339();
     let base = probe::base_url(&options.url)?;
-    let api_key = match &options.api_key_env {
-        Some(var) => Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?),
-        None => None,
-    };
-    let http = reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(options.concurrency as usize)
-        .build()?;
+    let api_key = api_key(options.api_key_env.as_deref())?;
+    let http = http_client(options.concurrency)?;
 
     // Probe before anything touches the disk: an unreachable server leaves no half-written pass.
-    let models = probe::served_models(&http, &base, api_key.as_deref()).await?;
-    if !models.is_empty() && !models.contains(&options.request.model) {
-        eprintln!(
-            "warning: {base} lists models [{}], not `{}`; many servers accept any name, so going on",
-            models.join(", "),
-            options.request.model
-        );
-    }
-    let (version, version_source) = match &options.engine_version {
-        Some(v) => (v.clone(), "user".to_owned()),
-        None => probe::reported_version(&http, &base).await.unwrap_or_else(|| (String::new(), "unknown".to_owned())),
-    };
-    let counter = TokenCounter::detect(&http, &base).await;
+    let facts = probe_server(&http, &base, api_key.as_deref(), &options.request.model, options.engine_version.as_deref()).await?;
     let engine_sha256 = match &options.engine_path {
         Some(path) => Some(provenance::hash_file(path, &|_| {}).with_context(|| format!("--engine-path {}", path.display()))?),
         None => None,
     };
     let build = match &options.weights {
-        Some(path) => {
-            let cache_path = options.hash_cache.clone().or_else(HashCache::default_path);
-            let mut cache = cache_path.as_deref().map(HashCache::load).unwrap_or_default();
-            let build = provenance::hash_weights(path, &mut cache, &crate::progress::HashBar::new(options.progress))?;
-            if let Err(e) = cache.save() {
-                eprintln!("warning: could not save the weight-hash cache: {e:#}");
-            }
-            build
-        }
+        Some(path) => hash_build(path, options.hash_cache.as_deref(), options.progress)?,
         None => BuildInfo::default(),
     };
 
-    let jobs = plan_jobs(&options, &http, &counter).await?;
+    let jobs = cut_jobs(&options.steps, options.request.ignore_eos, &http, &facts.counter).await?;
     let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
     check_pass_id(&pass_id)?;
     let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
@@ -129,80 +260,59 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         machine: provenance::machine_info(),
         cells: vec![CellInfo {
             id: "c0".to_owned(),
-            engine: EngineInfo { name: options.engine.clone(), version, version_source, sha256: engine_sha256, url: Some(base.clone()) },
+            engine: EngineInfo {
+                name: options.engine.clone(),
+                version: facts.version.clone(),
+                version_source: facts.version_source.clone(),
+                sha256: engine_sha256,
+                url: Some(base.clone()),
+            },
             model: options.request.model.clone(),
             family: options.family.clone(),
             lane: options.lane.clone(),
             build,
         }],
-        request: Some(RequestParams {
-            api: options.request.api.as_str().to_owned(),
-            temperature: options.request.temperature,
-            seed: options.request.seed,
-            ignore_eos: options.request.ignore_eos,
-            min_tokens: options.request.min_tokens,
-            extra: options.request.extra.clone(),
-            concurrency: options.concurrency,
-            first_token_timeout_s: options.request.first_token_timeout.as_secs_f64(),
-            idle_timeout_s: options.request.idle_timeout.as_secs_f64(),
-            steps: options.steps.clone(),
-        }),
+        request: Some(request_params(&options.request, options.concurrency, options.steps.clone())),
         harness_cpu_seconds: None,
         imported_from: None,
     };
     let mut writer = PassWriter::create(&dir, &info)?;
 
-    let url = format!("{base}{}", options.request.api.path());
     let progress = Progress::new(options.progress, jobs.len() as u64);
-    let context = RunContext { http: &http, url: &url, api_key: api_key.as_deref(), options: &options, counter: &counter };
-    let mut summary = PassSummary {
-        dir: dir.clone(),
-        status: PassStatus::Complete,
-        n_runs: 0,
-        n_failed: 0,
-        n_short: 0,
-        token_count_sources: Vec::new(),
+    let target = Target {
+        http: &http,
+        url: format!("{base}{}", options.request.api.path()),
+        api_key: api_key.as_deref(),
+        request: &options.request,
+        counter: &facts.counter,
+        cell_id: "c0",
+        concurrency: options.concurrency,
     };
-
+    let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
     let cpu_at_start = provenance::process_cpu_seconds();
-    // Warmups finish before measured runs start, step by step.
-    let phases = jobs.chunk_by(|a, b| (a.workload, a.target, a.warmup) == (b.workload, b.target, b.warmup));
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    'phases: for phase in phases {
-        let mut runs = futures_util::stream::iter(phase)
-            .map(|job| run_one(&context, job))
-            .buffer_unordered(options.concurrency as usize);
-        loop {
-            tokio::select! {
-                biased;
-                _ = &mut ctrl_c => {
-                    summary.status = PassStatus::Interrupted;
-                    break 'phases;
-                }
-                next = runs.next() => {
-                    let Some(run) = next else { break };
-                    writer.append(&run)?;
-                    progress.on_run(&run);
-                    tally(&mut summary, &run);
-                }
-            }
-        }
+    let mut interrupt = Interrupt::on_ctrl_c();
+    if !run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await? {
+        summary.status = PassStatus::Interrupted;
     }
     progress.finish();
+    finish(&mut info, &writer, &summary, cpu_at_start)?;
+    Ok(summary)
+}
 
+/// Final status, finish time and CPU used, written to `pass.json`.
+pub fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, cpu_at_start: Option<f64>) -> anyhow::Result<()> {
     info.status = summary.status;
     info.finished_at = Some(provenance::utc_now_rfc3339());
     info.harness_cpu_seconds = match (cpu_at_start, provenance::process_cpu_seconds()) {
         (Some(start), Some(end)) => Some(end - start),
         _ => None,
     };
-    writer.update_info(&info)?;
-    Ok(summary)
+    writer.update_info(info)?;
+    Ok(())
 }
 
-fn tally(summary: &mut PassSummary, run: &RunRecord) {
+pub fn tally(summary: &mut PassSummary, run: &RunRecord) {
     summary.n_runs += 1;
     if run.is_error() {
         summary.n_failed += 1;
@@ -242,10 +352,11 @@ pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The runs of the pass in order: per step, its warmups then its measured runs.
-async fn plan_jobs(options: &RunOptions, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
+/// The runs of `steps` in order: per step, its warmups then its measured runs, with every
+/// prompt cut before the first request is sent.
+pub async fn cut_jobs(steps: &[Step], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
     let mut jobs = Vec::new();
-    for step in &options.steps {
+    for step in steps {
         for warmup in [true, false] {
             let n = if warmup { step.warmup } else { step.runs };
             for rep in 0..n {
@@ -264,6 +375,7 @@ async fn plan_jobs(options: &RunOptions, http: &reqwest::Client, counter: &Token
                     workload: step.workload,
                     target: step.target_prompt_tokens,
                     max_tokens: step.max_tokens,
+                    ignore_eos: ignore_eos || step.ignore_eos,
                     rep,
                     warmup,
                     prompt: Arc::new(prompt),
@@ -296,31 +408,25 @@ async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, cou
     Ok(corpus::prompt_of(&excerpt, fits))
 }
 
-struct RunContext<'a> {
-    http: &'a reqwest::Client,
-    url: &'a str,
-    api_key: Option<&'a str>,
-    options: &'a RunOptions,
-    counter: &'a TokenCounter,
-}
-
-async fn run_one(context: &RunContext<'_>, job: &Job) -> RunRecord {
-    let options = context.options;
-    let body = options.request.body(&job.prompt, job.max_tokens);
+async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
+    let mut body = target.request.body(&job.prompt, job.max_tokens);
+    if job.ignore_eos {
+        body["ignore_eos"] = serde_json::Value::Bool(true);
+    }
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
-    let outcome = stream_request(context.http, context.url, context.api_key, &options.request, &body).await;
+    let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body).await;
     let times = metrics::event_times(&outcome.events);
-    let (prompt_tokens, completion_tokens, source) = count_tokens(context, &job.prompt, &outcome).await;
+    let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt, &outcome).await;
     RunRecord {
-        cell: "c0".to_owned(),
+        cell: target.cell_id.to_owned(),
         workload: job.workload,
         target_prompt_tokens: job.target,
         rep: job.rep,
         warmup: job.warmup,
         max_tokens: job.max_tokens,
-        concurrency: options.concurrency,
+        concurrency: target.concurrency,
         started_unix_ms,
         prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.as_bytes()))),
         prompt_tokens,
@@ -339,7 +445,7 @@ async fn run_one(context: &RunContext<'_>, job: &Job) -> RunRecord {
 
 /// Token counts in order of trust: the server's usage, its tokenizer, then the estimate.
 async fn count_tokens(
-    context: &RunContext<'_>,
+    context: &Target<'_>,
     prompt: &str,
     outcome: &StreamOutcome,
 ) -> (Option<u64>, Option<u64>, Option<TokenCountSource>) {

@@ -30,7 +30,7 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     let stamp: String = harness::provenance::utc_now_rfc3339().chars().filter(char::is_ascii_digit).collect();
     let pass_id = format!("demo-{}-{}", &stamp[..8], &stamp[8..14]);
     let pass_dir = out.as_ref().map_or_else(|| root.join("data/passes").join(&pass_id), |dir| dir.join("pass"));
-    let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs };
+    let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs, ignore_eos: false };
     let options = RunOptions {
         url,
         engine: "benchpass-sim".to_owned(),

@@ -139,6 +139,9 @@ pub struct Step {
     pub max_tokens: u64,
     pub warmup: u32,
     pub runs: u32,
+    /// Ask the engine to ignore EOS for this step (ppN-tgM runs must reach their cap).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_eos: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

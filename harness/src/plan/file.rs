@@ -1,0 +1,382 @@
+//! Plan files (TOML): what to run, on which engines and models, in what order. Parsing keeps
+//! the position of every value a check may complain about, so that each error names the file,
+//! the line and what to do.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::presets;
+use crate::pass::{Step, Workload};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    /// Used in the pass id.
+    pub name: Option<String>,
+    #[serde(default)]
+    pub request: RequestSection,
+    #[serde(default)]
+    pub gaps: Gaps,
+    #[serde(default)]
+    pub engines: Vec<EngineSpec>,
+    #[serde(default)]
+    pub models: Vec<ModelSpec>,
+    #[serde(default)]
+    pub cells: Vec<CellSpec>,
+    #[serde(default)]
+    pub workloads: Vec<WorkloadSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSection {
+    #[serde(default)]
+    pub temperature: f64,
+    #[serde(default = "chat")]
+    pub api: Spanned<String>,
+    #[serde(default = "one")]
+    pub concurrency: u32,
+    /// Merged into every request (e.g. `reasoning_effort = "none"`).
+    #[serde(default)]
+    pub extra: toml::Table,
+    #[serde(default = "six_hundred")]
+    pub first_token_timeout_s: f64,
+    #[serde(default = "sixty")]
+    pub idle_timeout_s: f64,
+}
+
+impl Default for RequestSection {
+    fn default() -> Self {
+        RequestSection {
+            temperature: 0.0,
+            api: chat(),
+            concurrency: 1,
+            extra: toml::Table::new(),
+            first_token_timeout_s: 600.0,
+            idle_timeout_s: 60.0,
+        }
+    }
+}
+
+fn chat() -> Spanned<String> {
+    Spanned::new(0..0, "chat".to_owned())
+}
+fn one() -> u32 {
+    1
+}
+fn six_hundred() -> f64 {
+    600.0
+}
+fn sixty() -> f64 {
+    60.0
+}
+fn text_lane() -> String {
+    "text".to_owned()
+}
+fn health_timeout() -> f64 {
+    120.0
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gaps {
+    /// Seconds to wait between one workload and the next within a cell (cool-down).
+    #[serde(default)]
+    pub between_workloads_s: f64,
+    /// Seconds to wait between cells, after an engine stops and before the next starts.
+    #[serde(default)]
+    pub between_cells_s: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    pub name: Spanned<String>,
+    /// One of the presets (docs/engines.md); `openai-compatible` when absent.
+    pub preset: Option<Spanned<String>>,
+    /// The command that starts the server, as argv. Placeholders: `{port}`, `{host}`,
+    /// `{model}` (the id the server knows the model by), `{weights}`, `{benchpass}`.
+    pub start: Option<Spanned<Vec<String>>>,
+    /// A command that stops the server; without it benchpass sends SIGTERM, then SIGKILL.
+    pub stop: Option<Vec<String>>,
+    /// The server's base URL; default `http://127.0.0.1:{port}`.
+    pub url: Option<String>,
+    pub port: Option<u16>,
+    pub health_path: Option<String>,
+    #[serde(default = "health_timeout")]
+    pub health_timeout_s: f64,
+    /// A command whose first line of output is the version (overrides the preset).
+    pub version_command: Option<Vec<String>>,
+    /// A persistent KV-cache folder whose contents are deleted before the engine starts.
+    pub kv_cache_dir: Option<Spanned<String>>,
+    /// The executable to hash; default: the first word of `start`, looked up on PATH.
+    pub executable: Option<Spanned<String>>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Merged into every request to this engine, after the plan's `[request] extra`.
+    #[serde(default)]
+    pub extra: toml::Table,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub name: Spanned<String>,
+    pub family: Option<String>,
+    /// A weight file or folder to hash.
+    pub weights: Option<Spanned<String>>,
+    /// The id the server knows the model by; default `name`.
+    pub id: Option<String>,
+    #[serde(default = "text_lane")]
+    pub lane: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSpec {
+    pub engine: Spanned<String>,
+    pub model: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub kind: Spanned<String>,
+    /// Measured runs per target (a target may override it).
+    #[serde(default = "three")]
+    pub runs: u32,
+    #[serde(default)]
+    pub warmup: u32,
+    #[serde(default = "two_fifty_six")]
+    pub max_tokens: u64,
+    #[serde(default)]
+    pub ignore_eos: bool,
+    /// Prompt-size targets; not for `sustained`.
+    #[serde(default)]
+    pub targets: Vec<TargetSpec>,
+}
+
+fn three() -> u32 {
+    3
+}
+fn two_fifty_six() -> u64 {
+    256
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    pub tokens: u64,
+    pub runs: Option<u32>,
+    pub max_tokens: Option<u64>,
+}
+
+/// One complaint about a plan, with where it is and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.path.display(), self.line, self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A plan that parsed and passed every check.
+#[derive(Debug)]
+pub struct Plan {
+    pub path: PathBuf,
+    pub file: PlanFile,
+    /// The workloads as pass steps, in order, each with its workload index.
+    pub steps: Vec<(usize, Step)>,
+}
+
+impl Plan {
+    pub fn engine(&self, name: &str) -> &EngineSpec {
+        self.file.engines.iter().find(|e| *e.name.get_ref() == name).expect("checked: cells name known engines")
+    }
+
+    pub fn model(&self, name: &str) -> &ModelSpec {
+        self.file.models.iter().find(|m| *m.name.get_ref() == name).expect("checked: cells name known models")
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// `~/x` → `$HOME/x`; plans are shared between people, so they say `~` rather than a home path.
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// Finds `program` as a path or on PATH.
+pub fn find_executable(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let path = expand_home(program);
+        return path.is_file().then_some(path);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+/// Reads, parses and checks a plan; every problem found is reported, not just the first.
+pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![PlanError { path: path.to_owned(), line: 0, message: format!("cannot read the plan: {e}"), hint: None }]
+    })?;
+    let file: PlanFile = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map_or(1, |s| line_of(&text, s.start));
+        let message = e.message().trim().to_owned();
+        let hint = message.contains("unknown field").then(|| "docs/plans.md lists every key a plan may have".to_owned());
+        vec![PlanError { path: path.to_owned(), line, message, hint }]
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut errors = Vec::new();
+    let mut error = |span: std::ops::Range<usize>, message: String, hint: Option<String>| {
+        errors.push(PlanError { path: path.to_owned(), line: line_of(&text, span.start), message, hint });
+    };
+
+    let engine_names: Vec<&str> = file.engines.iter().map(|e| e.name.get_ref().as_str()).collect();
+    let model_names: Vec<&str> = file.models.iter().map(|m| m.name.get_ref().as_str()).collect();
+    for (i, engine) in file.engines.iter().enumerate() {
+        let name = engine.name.get_ref();
+        if engine_names[..i].contains(&name.as_str()) {
+            error(engine.name.span(), format!("engine `{name}` is defined twice"), Some("give each [[engines]] entry its own name".into()));
+        }
+        if let Some(preset) = &engine.preset {
+            if presets::preset(preset.get_ref()).is_none() {
+                error(preset.span(), format!("no engine preset `{}`", preset.get_ref()), Some(format!("presets: {}", presets::names().join(", "))));
+            }
+        }
+        match (&engine.start, &engine.url, engine.port) {
+            (None, None, _) => error(
+                engine.name.span(),
+                format!("engine `{name}` has neither `start` nor `url`"),
+                Some("give `start` (a command benchpass runs and stops) or `url` (a server you run yourself)".into()),
+            ),
+            (Some(start), _, None) if engine.url.is_none() => error(
+                start.span(),
+                format!("engine `{name}` has a `start` command but no `port`"),
+                Some("set `port = 8080` (benchpass passes it as {port} and talks to http://127.0.0.1:{port})".into()),
+            ),
+            _ => {}
+        }
+        if let Some(start) = &engine.start {
+            match start.get_ref().first() {
+                None => error(start.span(), "`start` is empty".to_owned(), Some("`start = [\"llama-server\", \"-m\", \"{weights}\", \"--port\", \"{port}\"]`".into())),
+                Some(program) if !program.contains('{') && find_executable(program).is_none() => error(
+                    start.span(),
+                    format!("`{program}` is neither a file nor on PATH"),
+                    Some("install the engine, or give the full path to its executable".into()),
+                ),
+                _ => {}
+            }
+        }
+        if let Some(exe) = &engine.executable {
+            if find_executable(exe.get_ref()).is_none() {
+                error(exe.span(), format!("executable `{}` not found", exe.get_ref()), None);
+            }
+        }
+        if let Some(dir) = &engine.kv_cache_dir {
+            let expanded = expand_home(dir.get_ref());
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            if expanded.parent().is_none() || Some(&expanded) == home.as_ref() {
+                error(dir.span(), format!("refusing to clear `{}`", dir.get_ref()), Some("name the engine's own cache folder, never / or your home".into()));
+            }
+        }
+    }
+    for (i, model) in file.models.iter().enumerate() {
+        let name = model.name.get_ref();
+        if model_names[..i].contains(&name.as_str()) {
+            error(model.name.span(), format!("model `{name}` is defined twice"), None);
+        }
+        if let Some(weights) = &model.weights {
+            let resolved = resolve(base, weights.get_ref());
+            if !resolved.exists() {
+                error(weights.span(), format!("weights `{}` do not exist", weights.get_ref()), Some("give the path of the weight file or folder (relative to the plan, or with ~)".into()));
+            }
+        }
+    }
+    if file.cells.is_empty() {
+        error(0..0, "the plan has no [[cells]]".to_owned(), Some("add `[[cells]]` with `engine = \"…\"` and `model = \"…\"`".into()));
+    }
+    for cell in &file.cells {
+        if !engine_names.contains(&cell.engine.get_ref().as_str()) {
+            error(
+                cell.engine.span(),
+                format!("the cell names engine `{}`, which no [[engines]] entry defines", cell.engine.get_ref()),
+                Some(format!("engines in this plan: {}", engine_names.join(", "))),
+            );
+        }
+        if !model_names.contains(&cell.model.get_ref().as_str()) {
+            error(
+                cell.model.span(),
+                format!("the cell names model `{}`, which no [[models]] entry defines", cell.model.get_ref()),
+                Some(format!("models in this plan: {}", model_names.join(", "))),
+            );
+        }
+    }
+    if !matches!(file.request.api.get_ref().as_str(), "chat" | "completions") {
+        error(file.request.api.span(), format!("api `{}`", file.request.api.get_ref()), Some("`chat` or `completions`".into()));
+    }
+    let mut steps = Vec::new();
+    if file.workloads.is_empty() {
+        error(0..0, "the plan has no [[workloads]]".to_owned(), Some("add `[[workloads]]` with `kind = \"sustained\"`".into()));
+    }
+    for (w, spec) in file.workloads.iter().enumerate() {
+        let Some(workload) = Workload::parse(spec.kind.get_ref()) else {
+            error(spec.kind.span(), format!("no workload kind `{}`", spec.kind.get_ref()), Some("sustained, prompt-matrix or pp-tg".into()));
+            continue;
+        };
+        let step = |target: u64, runs: u32, max_tokens: u64| Step {
+            workload,
+            target_prompt_tokens: target,
+            max_tokens,
+            warmup: spec.warmup,
+            runs,
+            ignore_eos: spec.ignore_eos,
+        };
+        match (workload, spec.targets.is_empty()) {
+            (Workload::Sustained, true) => steps.push((w, step(0, spec.runs, spec.max_tokens))),
+            (Workload::Sustained, false) => {
+                error(spec.kind.span(), "a sustained workload takes no `targets`".to_owned(), Some("use kind = \"prompt-matrix\" for prompt sizes".into()))
+            }
+            (_, true) => error(spec.kind.span(), format!("a {} workload needs `targets`", workload.as_str()), Some("`targets = [{ tokens = 128, runs = 3 }, { tokens = 2048, runs = 2 }]`".into())),
+            (_, false) => {
+                for t in &spec.targets {
+                    steps.push((w, step(t.tokens, t.runs.unwrap_or(spec.runs), t.max_tokens.unwrap_or(spec.max_tokens))));
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(Plan { path: path.to_owned(), file, steps })
+    } else {
+        Err(errors)
+    }
+}
+
+/// A path in a plan: `~/…`, absolute, or relative to the plan's folder.
+pub fn resolve(base: &Path, path: &str) -> PathBuf {
+    let expanded = expand_home(path);
+    if expanded.is_absolute() {
+        expanded
+    } else {
+        base.join(expanded)
+    }
+}
