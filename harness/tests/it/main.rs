@@ -7,3 +7,4 @@ mod support;
 mod accuracy;
 mod csv_io;
 mod faults;
+mod plans;

@@ -11,7 +11,7 @@ pub const BENCHPASS: &str = env!("CARGO_BIN_EXE_benchpass");
 
 /// One reference engine at a time: tests that assert timings must not share two cores with
 /// another test's engine and client.
-fn engine_lock() -> MutexGuard<'static, ()> {
+pub fn engine_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -1,0 +1,266 @@
+//! Plans run by the real binary against reference engines that benchpass starts and stops
+//! itself, with gaps scaled to 0.
+
+use harness::pass::{read_pass, Workload};
+
+use crate::support::*;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A seed-protocol-shaped plan: two engines (plain decoding, and one that stops at 40 tokens),
+/// a KV-cache folder to clear, sustained then the prompt matrix.
+fn seed_like_plan(dir: &std::path::Path) -> std::path::PathBuf {
+    let cache = dir.join("kv-cache");
+    std::fs::create_dir_all(cache.join("old-session")).unwrap();
+    std::fs::write(cache.join("prefix.bin"), "stale").unwrap();
+    std::fs::write(dir.join("weights.gguf"), "abc").unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+name = "seed-like"
+
+[gaps]
+between_workloads_s = 150
+between_cells_s = 300
+
+[[engines]]
+name = "plain"
+preset = "benchpass-sim"
+start = ["{{benchpass}}", "sim", "--port", "{{port}}", "--model", "{{model}}", "--decode-tps", "2000"]
+port = {p1}
+kv_cache_dir = "{cache}"
+
+[[engines]]
+name = "early-eos"
+preset = "benchpass-sim"
+start = ["{{benchpass}}", "sim", "--port", "{{port}}", "--model", "{{model}}", "--decode-tps", "2000", "--eos-after", "40"]
+port = {p2}
+
+[[models]]
+name = "m"
+family = "fam"
+weights = "weights.gguf"
+
+[[cells]]
+engine = "plain"
+model = "m"
+
+[[cells]]
+engine = "early-eos"
+model = "m"
+
+[[workloads]]
+kind = "sustained"
+runs = 3
+max_tokens = 64
+
+[[workloads]]
+kind = "prompt-matrix"
+max_tokens = 64
+targets = [{{ tokens = 128, runs = 3 }}, {{ tokens = 512, runs = 2 }}, {{ tokens = 1024, runs = 1 }}]
+"#,
+            p1 = free_port(),
+            p2 = free_port(),
+            cache = cache.display(),
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+#[test]
+fn a_seed_shaped_plan_runs_every_cell_workload_and_repetition_in_order() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = seed_like_plan(tmp.path());
+    let out = tmp.path().join("pass");
+    let started = std::time::Instant::now();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", "0", "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed().as_secs() < 60, "gaps of 150 and 300 s were scaled to 0");
+
+    let pass = read_pass(&out).unwrap();
+    let order: Vec<(String, Workload, u64, u32)> =
+        pass.runs.iter().map(|r| (r.cell.clone(), r.workload, r.target_prompt_tokens, r.rep)).collect();
+    let mut expected = Vec::new();
+    for cell in ["c0", "c1"] {
+        for (workload, target, runs) in [(Workload::Sustained, 0, 3), (Workload::PromptMatrix, 128, 3), (Workload::PromptMatrix, 512, 2), (Workload::PromptMatrix, 1024, 1)] {
+            for rep in 0..runs {
+                expected.push((cell.to_owned(), workload, target, rep));
+            }
+        }
+    }
+    assert_eq!(order, expected);
+    assert!(pass.runs.iter().all(|r| r.error.is_none()));
+
+    // Versions and hashes captured: the sim reports its version; the engine executable and the
+    // weights ("abc") are hashed.
+    for cell in &pass.info.cells {
+        assert!(cell.engine.version.starts_with("benchpass-sim "), "{:?}", cell.engine);
+        assert_eq!(cell.engine.version_source, "GET /version");
+        assert_eq!(cell.engine.sha256.as_ref().map(String::len), Some(64));
+        assert_eq!(cell.build.files[0].sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(cell.family.as_deref(), Some("fam"));
+    }
+    // The early-EOS engine's runs are short stops with finish reason `stop`.
+    for run in pass.runs.iter().filter(|r| r.cell == "c1") {
+        assert_eq!((run.completion_tokens, run.finish_reason.as_deref()), (Some(40), Some("stop")));
+    }
+    // Prompt targets met exactly (the sim has /tokenize).
+    assert!(pass.runs.iter().filter(|r| r.workload == Workload::PromptMatrix).all(|r| r.prompt_tokens == Some(r.target_prompt_tokens)));
+    // The KV-cache folder was emptied before the engine started, and each engine's output kept.
+    assert_eq!(std::fs::read_dir(tmp.path().join("kv-cache")).unwrap().count(), 0);
+    assert!(out.join("logs/c0-plain.log").exists() && out.join("logs/c1-early-eos.log").exists());
+    // Both engines were stopped: their ports are free again.
+    for cell in &pass.info.cells {
+        let port = cell.engine.url.as_ref().unwrap().rsplit(':').next().unwrap();
+        assert!(std::net::TcpListener::bind(format!("127.0.0.1:{port}")).is_ok(), "engine on {port} still running");
+    }
+}
+
+#[test]
+fn gaps_are_waited_unless_scaled() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = tmp.path().join("gaps.toml");
+    let port = free_port();
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+[gaps]
+between_workloads_s = 1.5
+
+[[engines]]
+name = "sim"
+start = ["{{benchpass}}", "sim", "--port", "{{port}}", "--decode-tps", "5000"]
+port = {port}
+preset = "benchpass-sim"
+
+[[models]]
+name = "m"
+
+[[cells]]
+engine = "sim"
+model = "m"
+
+[[workloads]]
+kind = "sustained"
+runs = 1
+max_tokens = 8
+
+[[workloads]]
+kind = "sustained"
+runs = 1
+max_tokens = 8
+"#
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("pass");
+    let started = std::time::Instant::now();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed().as_secs_f64() >= 1.5, "the 1.5 s cool-down between workloads was waited");
+    assert_eq!(read_pass(&out).unwrap().runs.len(), 2);
+}
+
+#[test]
+fn an_engine_that_exits_while_starting_leaves_its_runs_recorded_as_failed() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = tmp.path().join("broken.toml");
+    let port = free_port();
+    // `sim --profile nonexistent` exits at once with an error.
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+[[engines]]
+name = "broken"
+start = ["{{benchpass}}", "sim", "--port", "{{port}}", "--profile", "nonexistent"]
+port = {port}
+preset = "benchpass-sim"
+
+[[models]]
+name = "m"
+
+[[cells]]
+engine = "broken"
+model = "m"
+
+[[workloads]]
+kind = "sustained"
+runs = 2
+"#
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    assert!(output.status.success(), "the pass goes on and completes: {}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    assert_eq!(pass.runs.len(), 2);
+    for run in &pass.runs {
+        let error = run.error.as_ref().unwrap();
+        assert_eq!(error.class, "engine-start");
+        assert!(error.message.contains("exited while starting"), "{}", error.message);
+    }
+    let log = std::fs::read_to_string(out.join("logs/c0-broken.log")).unwrap();
+    assert!(log.contains("no sim profile `nonexistent`"), "the engine's own output is kept: {log}");
+}
+
+#[test]
+fn plan_check_names_the_file_line_and_a_hint_for_every_problem() {
+    let tmp = temp_dir();
+    let plan = tmp.path().join("bad.toml");
+    std::fs::write(
+        &plan,
+        r#"[[engines]]
+name = "llama"
+preset = "llama-cpp"
+url = "http://127.0.0.1:8080"
+
+[[models]]
+name = "m"
+weights = "missing.gguf"
+
+[[cells]]
+engine = "lama"
+model = "m"
+
+[[workloads]]
+kind = "sustained"
+"#,
+    )
+    .unwrap();
+    let output = benchpass(&["plan", "check", plan.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.toml:8: weights `missing.gguf` do not exist"), "{stderr}");
+    assert!(stderr.contains("bad.toml:11: the cell names engine `lama`, which no [[engines]] entry defines"), "{stderr}");
+    assert!(stderr.contains("hint: engines in this plan: llama"), "{stderr}");
+
+    std::fs::write(&plan, "[[engines]]\nname = \"x\"\nstrat = [\"llama-server\"]\n").unwrap();
+    let stderr = String::from_utf8_lossy(&benchpass(&["plan", "check", plan.to_str().unwrap()]).stderr).into_owned();
+    assert!(stderr.contains("bad.toml:3: unknown field `strat`"), "{stderr}");
+}
+
+#[test]
+fn the_shipped_plans_check_and_dry_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for plan in ["plans/seed-protocol.toml", "plans/pp-tg.toml"] {
+        let path = root.join(plan);
+        let output = benchpass(&["plan", "check", path.to_str().unwrap()]);
+        assert!(output.status.success(), "{plan}: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let output = benchpass(&["run", root.join("plans/seed-protocol.toml").to_str().unwrap(), "--dry-run"]);
+    let schedule = String::from_utf8_lossy(&output.stdout);
+    // 2 cells × (3 + 3 + 2 + 1) runs; one 300 s gap between cells and a 150 s gap in each.
+    assert!(schedule.contains("2 cells, 18 runs, 4608 tokens: 600 s of gaps"), "{schedule}");
+    assert!(schedule.contains("prompt-matrix 8192: 0 warmup + 1 runs × 256 tokens"));
+}
