@@ -62,6 +62,10 @@ struct RunArgs {
     /// Print a plan's schedule and its total duration, and run nothing.
     #[arg(long, requires = "plan")]
     dry_run: bool,
+    /// Finish this interrupted pass of the plan: recorded runs are not repeated, and a cell
+    /// whose engine had to be started again is marked.
+    #[arg(long, value_name = "DIR", requires = "plan", conflicts_with = "out")]
+    resume: Option<PathBuf>,
     /// Multiply every gap of a plan by this (0: no cool-downs, for tests and demos).
     #[arg(long, default_value_t = 1.0, value_name = "F")]
     gap_scale: f64,
@@ -344,6 +348,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         progress: progress_mode(args.progress),
         hash_cache: args.hash_cache,
         api_key_env: args.api_key_env,
+        resume: args.resume,
     };
     let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
     report_summary(&summary)

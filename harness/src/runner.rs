@@ -271,6 +271,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
             family: options.family.clone(),
             lane: options.lane.clone(),
             build,
+            restarted_on_resume: false,
         }],
         request: Some(request_params(&options.request, options.concurrency, options.steps.clone())),
         harness_cpu_seconds: None,

@@ -88,6 +88,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                 family: None,
                 lane: "text".to_owned(),
                 build: BuildInfo { sha256: Some(format!("{:064x}", i + 1)), files: vec![] },
+                restarted_on_resume: false,
             })
             .collect();
         let info = PassInfo {

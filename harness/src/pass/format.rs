@@ -77,6 +77,10 @@ pub struct CellInfo {
     pub family: Option<String>,
     pub lane: String,
     pub build: BuildInfo,
+    /// The engine was started again when an interrupted pass was resumed in the middle of this
+    /// cell: its runs come from two server processes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarted_on_resume: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

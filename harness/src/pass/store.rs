@@ -53,6 +53,20 @@ impl PassWriter {
         Ok(PassWriter { dir: dir.to_owned(), runs, n_runs: 0 })
     }
 
+    /// Opens an existing pass to append to (resuming it). A torn last line is cut off first:
+    /// that run is lost either way, and appending after it would corrupt the next line.
+    pub fn reopen(dir: &Path) -> Result<PassWriter, PassError> {
+        let pass = read_pass(dir)?;
+        let runs_path = dir.join(RUNS_FILE);
+        if let Some(torn) = &pass.torn_tail {
+            let len = std::fs::metadata(&runs_path).map_err(io(&runs_path))?.len();
+            let file = OpenOptions::new().write(true).open(&runs_path).map_err(io(&runs_path))?;
+            file.set_len(len - torn.bytes as u64).map_err(io(&runs_path))?;
+        }
+        let runs = OpenOptions::new().append(true).open(&runs_path).map_err(io(&runs_path))?;
+        Ok(PassWriter { dir: dir.to_owned(), runs, n_runs: pass.runs.len() })
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

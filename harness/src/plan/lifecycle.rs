@@ -47,6 +47,31 @@ pub fn clear_cache(dir: &Path) -> anyhow::Result<usize> {
 pub struct Engine {
     child: Child,
     stop_command: Option<Vec<String>>,
+    pid_file: PathBuf,
+}
+
+/// An engine that an earlier benchpass started and could not stop (it was killed) still holds
+/// its port. Its pid file says which process it is; it is stopped only if that process still
+/// runs the same program.
+async fn stop_orphan(pid_file: &Path, program: &str) {
+    let Ok(text) = std::fs::read_to_string(pid_file) else { return };
+    let Ok(pid) = text.trim().parse::<u32>() else { return };
+    let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if name.is_empty() || !String::from_utf8_lossy(&cmdline).contains(&name) {
+        let _ = std::fs::remove_file(pid_file);
+        return;
+    }
+    eprintln!("stopping engine process {pid}, left running by an interrupted pass");
+    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    for _ in 0..100 {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    let _ = std::fs::remove_file(pid_file);
 }
 
 /// Starts `argv` with its stdout and stderr appended to `log`, then waits until `health_url`
@@ -59,6 +84,9 @@ pub async fn start(
     timeout: Duration,
     stop_command: Option<Vec<String>>,
 ) -> anyhow::Result<Engine> {
+    let (program, args) = argv.split_first().context("`start` is empty")?;
+    let pid_file = log.with_extension("pid");
+    stop_orphan(&pid_file, program).await;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
     if http.get(health_url).send().await.is_ok() {
         anyhow::bail!(
@@ -69,7 +97,6 @@ pub async fn start(
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let out = std::fs::OpenOptions::new().create(true).append(true).open(log).with_context(|| format!("opening {}", log.display()))?;
-    let (program, args) = argv.split_first().context("`start` is empty")?;
     let child = Command::new(program)
         .args(args)
         .envs(env)
@@ -78,7 +105,8 @@ pub async fn start(
         .stderr(out)
         .spawn()
         .with_context(|| format!("starting `{program}`"))?;
-    let mut engine = Engine { child, stop_command };
+    std::fs::write(&pid_file, child.id().to_string()).with_context(|| format!("writing {}", pid_file.display()))?;
+    let mut engine = Engine { child, stop_command, pid_file };
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Some(status) = engine.child.try_wait()? {
@@ -114,12 +142,14 @@ impl Engine {
         }
         for _ in 0..150 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
+                let _ = std::fs::remove_file(&self.pid_file);
                 return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.pid_file);
     }
 }
 
@@ -129,6 +159,7 @@ impl Drop for Engine {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+        let _ = std::fs::remove_file(&self.pid_file);
     }
 }
 

@@ -26,6 +26,15 @@ pub struct PlanRunOptions {
     pub progress: ProgressMode,
     pub hash_cache: Option<PathBuf>,
     pub api_key_env: Option<String>,
+    /// An interrupted pass of this plan to finish: recorded runs are not repeated.
+    pub resume: Option<PathBuf>,
+}
+
+/// A run's place in the plan; a resumed pass skips the places already recorded.
+type Place = (String, Workload, u64, u32, bool);
+
+fn place(run: &RunRecord) -> Place {
+    (run.cell.clone(), run.workload, run.target_prompt_tokens, run.rep, run.warmup)
 }
 
 /// Each cell of the plan, in order: (cell id, engine, model).
@@ -130,43 +139,82 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
     let pass_id = options.pass_id.clone().unwrap_or_else(|| format!("{}-{}-{name}", &stamp[..8], &stamp[8..14]));
     runner::check_pass_id(&pass_id)?;
-    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
     let cell_list = cells(plan);
-    let mut info = PassInfo {
-        schema_version: SCHEMA_VERSION,
-        pass_id,
-        status: PassStatus::Running,
-        started_at,
-        finished_at: None,
-        benchpass: provenance::benchpass_info(),
-        machine: provenance::machine_info(),
-        cells: cell_list
-            .iter()
-            .map(|(id, engine, model)| {
-                let m = plan.model(model);
-                CellInfo {
-                    id: id.clone(),
-                    engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None },
-                    model: m.id.clone().unwrap_or_else(|| m.name.get_ref().clone()),
-                    family: m.family.clone(),
-                    lane: m.lane.clone(),
-                    build: BuildInfo::default(),
-                }
-            })
-            .collect(),
-        request: Some(runner::request_params(&base_request, request.concurrency, steps.clone())),
-        harness_cpu_seconds: None,
-        imported_from: None,
+    let (dir, mut info, mut writer, done) = match &options.resume {
+        Some(dir) => {
+            let pass = read_pass(dir)?;
+            let planned: Vec<Step> = steps.clone();
+            let recorded = pass.info.request.as_ref().map(|r| r.steps.clone()).unwrap_or_default();
+            let same_cells = pass.info.cells.len() == cell_list.len()
+                && pass.info.cells.iter().zip(&cell_list).all(|(c, (id, engine, _))| c.id == *id && c.engine.name == *engine);
+            anyhow::ensure!(
+                recorded == planned && same_cells,
+                "{} was not made from this plan (its cells or steps differ); resume it with the plan that made it",
+                dir.display()
+            );
+            if let Some(torn) = &pass.torn_tail {
+                eprintln!("note: line {} of runs.jsonl was cut short by the interruption; that run is made again", torn.line);
+            }
+            let done: std::collections::HashSet<Place> = pass.runs.iter().map(place).collect();
+            let mut info = pass.info;
+            info.status = PassStatus::Running;
+            info.finished_at = None;
+            let writer = PassWriter::reopen(dir)?;
+            writer.update_info(&info)?;
+            (dir.clone(), info, writer, done)
+        }
+        None => {
+            let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
+            let info = PassInfo {
+                schema_version: SCHEMA_VERSION,
+                pass_id,
+                status: PassStatus::Running,
+                started_at,
+                finished_at: None,
+                benchpass: provenance::benchpass_info(),
+                machine: provenance::machine_info(),
+                cells: cell_list
+                    .iter()
+                    .map(|(id, engine, model)| {
+                        let m = plan.model(model);
+                        CellInfo {
+                            id: id.clone(),
+                            engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None },
+                            model: m.id.clone().unwrap_or_else(|| m.name.get_ref().clone()),
+                            family: m.family.clone(),
+                            lane: m.lane.clone(),
+                            build: BuildInfo::default(),
+                            restarted_on_resume: false,
+                        }
+                    })
+                    .collect(),
+                request: Some(runner::request_params(&base_request, request.concurrency, steps.clone())),
+                harness_cpu_seconds: None,
+                imported_from: None,
+            };
+            let writer = PassWriter::create(&dir, &info)?;
+            (dir, info, writer, std::collections::HashSet::new())
+        }
     };
-    let mut writer = PassWriter::create(&dir, &info)?;
-    let total_runs: u64 = cell_list.len() as u64 * steps.iter().map(|s| u64::from(s.warmup + s.runs)).sum::<u64>();
+    let total_runs: u64 = (cell_list.len() as u64 * steps.iter().map(|s| u64::from(s.warmup + s.runs)).sum::<u64>()).saturating_sub(done.len() as u64);
     let progress = Progress::new(options.progress, total_runs);
     let mut summary = runner::new_summary(&dir);
     let mut interrupt = Interrupt::on_ctrl_c();
     let cpu_at_start = provenance::process_cpu_seconds();
 
-    'cells: for (n, (cell_id, engine_name, model_name)) in cell_list.iter().enumerate() {
-        if n > 0 && !gap(plan.file.gaps.between_cells_s * options.gap_scale, &mut interrupt).await {
+    let mut n_started = 0;
+    'cells: for (cell_id, engine_name, model_name) in cell_list.iter() {
+        let planned = steps.iter().map(|s| (s.warmup + s.runs) as usize).sum::<usize>();
+        let already = done.iter().filter(|p| p.0 == *cell_id).count();
+        if already >= planned {
+            continue;
+        }
+        if already > 0 {
+            // Resumed mid-cell: the rest of its runs come from a freshly started engine.
+            info.cells.iter_mut().filter(|c| c.id == *cell_id).for_each(|c| c.restarted_on_resume = true);
+        }
+        n_started += 1;
+        if n_started > 1 && !gap(plan.file.gaps.between_cells_s * options.gap_scale, &mut interrupt).await {
             summary.status = PassStatus::Interrupted;
             break;
         }
@@ -199,7 +247,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 Ok(e) => engine = Some(e),
                 Err(e) => {
                     // Nothing is dropped: every planned run of the cell is recorded as failed.
-                    record_not_run(&mut writer, &progress, &mut summary, cell_id, &steps, "engine-start", &format!("{e:#}"))?;
+                    record_not_run(&mut writer, &progress, &mut summary, cell_id, &steps, &done, "engine-start", &format!("{e:#}"))?;
                     continue 'cells;
                 }
             }
@@ -208,7 +256,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         let facts = match runner::probe_server(&http, &base, api_key.as_deref(), &model_id, None).await {
             Ok(facts) => facts,
             Err(e) => {
-                record_not_run(&mut writer, &progress, &mut summary, cell_id, &steps, "connect", &format!("{e:#}"))?;
+                record_not_run(&mut writer, &progress, &mut summary, cell_id, &steps, &done, "connect", &format!("{e:#}"))?;
                 if let Some(mut e) = engine {
                     e.stop().await;
                 }
@@ -272,7 +320,11 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 break 'cells;
             }
             last_workload = Some(*w);
-            let jobs = runner::cut_jobs(std::slice::from_ref(step), false, &http, &facts.counter).await?;
+            let mut jobs = runner::cut_jobs(std::slice::from_ref(step), false, &http, &facts.counter).await?;
+            jobs.retain(|j| !done.contains(&(cell_id.clone(), j.workload, j.target, j.rep, j.warmup)));
+            if jobs.is_empty() {
+                continue;
+            }
             if !runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await? {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
@@ -308,12 +360,16 @@ fn record_not_run(
     summary: &mut PassSummary,
     cell_id: &str,
     steps: &[Step],
+    done: &std::collections::HashSet<Place>,
     class: &str,
     message: &str,
 ) -> anyhow::Result<()> {
     for step in steps {
         for (warmup, n) in [(true, step.warmup), (false, step.runs)] {
             for rep in 0..n {
+                if done.contains(&(cell_id.to_owned(), step.workload, step.target_prompt_tokens, rep, warmup)) {
+                    continue;
+                }
                 let run = RunRecord {
                     cell: cell_id.to_owned(),
                     workload: step.workload,

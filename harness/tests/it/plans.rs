@@ -264,3 +264,52 @@ fn the_shipped_plans_check_and_dry_run() {
     assert!(schedule.contains("2 cells, 18 runs, 4608 tokens: 600 s of gaps"), "{schedule}");
     assert!(schedule.contains("prompt-matrix 8192: 0 warmup + 1 runs × 256 tokens"));
 }
+
+#[test]
+fn a_pass_killed_mid_cell_resumes_without_repeating_a_run() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = seed_like_plan(tmp.path());
+    // Slow the first engine down so that the kill lands inside its cell: 64 tokens at 200 tok/s.
+    let text = std::fs::read_to_string(&plan).unwrap().replacen("\"--decode-tps\", \"2000\"]", "\"--decode-tps\", \"200\"]", 1);
+    std::fs::write(&plan, text).unwrap();
+    let out = tmp.path().join("pass");
+    let mut child = std::process::Command::new(BENCHPASS)
+        .args(["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = out.join(harness::pass::RUNS_FILE);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&runs).map_or(true, |t| t.lines().count() < 4) {
+        assert!(std::time::Instant::now() < deadline, "no 4 runs in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // kill -9: no cleanup at all, the engine it started is left running.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = read_pass(&out).unwrap();
+    assert!(before.runs.len() < 9, "killed inside the first cell ({} runs)", before.runs.len());
+    assert_eq!(before.info.status, harness::pass::PassStatus::Running);
+
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--resume", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let after = read_pass(&out).unwrap();
+    assert_eq!(after.info.status, harness::pass::PassStatus::Complete);
+
+    // The same runs as an uninterrupted pass, each once, and the first ones untouched.
+    let places = |pass: &harness::pass::Pass| {
+        let mut p: Vec<_> = pass.runs.iter().map(|r| (r.cell.clone(), r.workload, r.target_prompt_tokens, r.rep, r.warmup)).collect();
+        p.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        p
+    };
+    let fresh_out = tmp.path().join("fresh");
+    let fresh = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", fresh_out.to_str().unwrap()]);
+    assert!(fresh.status.success());
+    assert_eq!(places(&after), places(&read_pass(&fresh_out).unwrap()));
+    assert_eq!(after.runs[..before.runs.len()], before.runs[..]);
+    assert!(after.runs.iter().all(|r| r.error.is_none()), "the orphaned engine was stopped, the new one answered");
+    // The first cell's engine was started again mid-cell; the second started only once.
+    assert!(after.info.cells[0].restarted_on_resume);
+    assert!(!after.info.cells[1].restarted_on_resume);
+}
