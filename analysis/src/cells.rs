@@ -92,6 +92,8 @@ pub struct CellStep {
     pub token_count_source: String,
     /// Accepted ÷ proposed draft tokens, where the engine reports them.
     pub spec_acceptance: Option<f64>,
+    /// The engine's peak resident memory over the step's runs, where it was sampled.
+    pub server_peak_rss_bytes: Option<u64>,
     /// The lowest and highest median actual prompt tokens among the engines of this cell's
     /// row (same family, lane, workload and target), when the row holds several engines.
     pub row_prompt_tokens: Option<(f64, f64)>,
@@ -340,6 +342,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         token_count_source: sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("+"),
         spec_acceptance: (g.draft_n > 0).then(|| g.draft_accepted as f64 / g.draft_n as f64),
         row_prompt_tokens: None,
+        server_peak_rss_bytes: group.iter().filter_map(|f| f.server_peak_rss_bytes).max(),
         reasons,
     }
 }

@@ -4,7 +4,6 @@
 use harness::metrics;
 use harness::pass::{Pass, TokenCountSource, Workload};
 use harness::runner::is_short_stop;
-use sha2::{Digest, Sha256};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunFacts {
@@ -29,20 +28,14 @@ pub struct RunFacts {
     /// Speculative decoding: draft tokens proposed and accepted (llama.cpp `timings`).
     pub draft_n: Option<u64>,
     pub draft_n_accepted: Option<u64>,
+    pub server_peak_rss_bytes: Option<u64>,
 }
 
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
     pass.runs
         .iter()
         .map(|run| {
-            let output_sha256 = (!run.events.is_empty()).then(|| {
-                let mut hasher = Sha256::new();
-                for event in &run.events {
-                    hasher.update(event.reasoning.as_bytes());
-                    hasher.update(event.text.as_bytes());
-                }
-                harness::provenance::hex(&hasher.finalize())
-            });
+            let output_sha256 = run.output_sha256.clone().or_else(|| harness::pass::RunRecord::hash_output(&run.events));
             let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);
             RunFacts {
                 pass_id: pass.info.pass_id.clone(),
@@ -64,6 +57,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 output_sha256,
                 draft_n: timing("draft_n"),
                 draft_n_accepted: timing("draft_n_accepted"),
+                server_peak_rss_bytes: run.server_peak_rss_bytes,
             }
         })
         .collect()

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod corpus;
+pub mod memory;
 pub mod metrics;
 pub mod pass;
 pub mod plan;

@@ -195,6 +195,8 @@ pub struct Target<'a> {
     pub counter: &'a TokenCounter,
     pub cell_id: &'a str,
     pub concurrency: u32,
+    /// The engine's memory, where benchpass started it.
+    pub memory: Option<&'a crate::memory::MemorySampler>,
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -288,6 +290,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         counter: &facts.counter,
         cell_id: "c0",
         concurrency: options.concurrency,
+        memory: None,
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -417,7 +420,9 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
+    let started = tokio::time::Instant::now();
     let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body).await;
+    let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
     let times = metrics::event_times(&outcome.events);
     let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt, &outcome).await;
     RunRecord {
@@ -438,6 +443,8 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         finish_reason: outcome.finish_reason,
         http_status: outcome.http_status,
         error: outcome.error,
+        output_sha256: RunRecord::hash_output(&outcome.events),
+        server_peak_rss_bytes,
         usage: outcome.usage,
         timings: outcome.timings,
         events: outcome.events,

@@ -82,6 +82,7 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         tables => tables,
         notes => notes,
         spec => view::spec(steps),
+        memory => view::memory(steps),
         engines => view::engines(pass),
         charts => charts,
         floor_pct => (analysis::band::FLOOR * 100.0).round() as u32,

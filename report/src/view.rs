@@ -336,6 +336,30 @@ pub struct SpecRow {
     pub acceptance: String,
 }
 
+#[derive(Debug, Serialize)]
+pub struct MemoryRow {
+    pub cell: String,
+    pub workload: String,
+    pub target: u64,
+    pub peak: String,
+}
+
+/// Peak server memory per step, where benchpass started the engine and could sample it.
+pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
+    steps
+        .iter()
+        .filter_map(|s| {
+            let bytes = s.server_peak_rss_bytes?;
+            Some(MemoryRow {
+                cell: format!("{} · {}", s.engine, s.family),
+                workload: s.workload.as_str().to_owned(),
+                target: s.target_prompt_tokens,
+                peak: format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64),
+            })
+        })
+        .collect()
+}
+
 pub fn spec(steps: &[CellStep]) -> Vec<SpecRow> {
     steps
         .iter()

@@ -138,6 +138,8 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                             finish_reason: Some("length".to_owned()),
                             http_status: Some(200),
                             error: None,
+                            output_sha256: None,
+                            server_peak_rss_bytes: None,
                             usage: None,
                             timings: None,
                             events: vec![],

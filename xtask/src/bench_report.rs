@@ -83,6 +83,8 @@ fn twelve_cell_pass() -> Pass {
                     finish_reason: Some("length".to_owned()),
                     http_status: Some(200),
                     error: None,
+                    output_sha256: None,
+                    server_peak_rss_bytes: None,
                     usage: None,
                     timings: None,
                     events,

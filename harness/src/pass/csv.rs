@@ -301,6 +301,8 @@ impl Row<'_> {
             finish_reason: self.optional_text("finish_reason")?,
             http_status: None,
             error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
+            output_sha256: None,
+            server_peak_rss_bytes: None,
             usage: None,
             timings: None,
             events: vec![],

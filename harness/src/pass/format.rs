@@ -237,6 +237,14 @@ pub struct RunRecord {
     pub http_status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
+    /// SHA-256 of the text and reasoning text the run produced, in order: equal outputs at
+    /// temperature 0 have equal hashes (determinism).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_sha256: Option<String>,
+    /// Peak resident memory of the engine's process tree while the run ran, in bytes, where
+    /// benchpass started the engine and the OS tells it (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_peak_rss_bytes: Option<u64>,
     /// The server's `usage` object, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
@@ -288,5 +296,19 @@ impl CellInfo {
 impl RunRecord {
     pub fn is_error(&self) -> bool {
         self.error.is_some()
+    }
+
+    /// SHA-256 of everything the events carried (reasoning then text, event by event).
+    pub fn hash_output(events: &[EventRecord]) -> Option<String> {
+        use sha2::Digest as _;
+        if events.is_empty() {
+            return None;
+        }
+        let mut hasher = sha2::Sha256::new();
+        for event in events {
+            hasher.update(event.reasoning.as_bytes());
+            hasher.update(event.text.as_bytes());
+        }
+        Some(crate::provenance::hex(&hasher.finalize()))
     }
 }

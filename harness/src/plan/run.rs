@@ -303,6 +303,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             extra.insert((*key).to_owned(), serde_json::from_str(value).unwrap_or(Value::String((*value).to_owned())));
         }
         extra.extend(to_json(&spec.extra));
+        let sampler = engine.as_ref().map(|e| crate::memory::MemorySampler::start(e.pid()));
         let cell_request = RequestConfig { model: model_id.clone(), extra: (!extra.is_empty()).then_some(Value::Object(extra)), ..base_request.clone() };
         let target = Target {
             http: &http,
@@ -312,6 +313,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             counter: &facts.counter,
             cell_id,
             concurrency: request.concurrency,
+            memory: sampler.as_ref().map(|(s, _)| s.as_ref()),
         };
         let mut last_workload = None;
         for (w, step) in &plan.steps {
@@ -332,6 +334,9 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 }
                 break 'cells;
             }
+        }
+        if let Some((_, task)) = sampler {
+            task.abort();
         }
         if let Some(mut e) = engine {
             e.stop().await;
@@ -388,6 +393,8 @@ fn record_not_run(
                     finish_reason: None,
                     http_status: None,
                     error: Some(RunError { class: class.to_owned(), message: message.to_owned() }),
+                    output_sha256: None,
+                    server_peak_rss_bytes: None,
                     usage: None,
                     timings: None,
                     events: vec![],

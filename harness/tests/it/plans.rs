@@ -110,6 +110,12 @@ fn a_seed_shaped_plan_runs_every_cell_workload_and_repetition_in_order() {
     for run in pass.runs.iter().filter(|r| r.cell == "c1") {
         assert_eq!((run.completion_tokens, run.finish_reason.as_deref()), (Some(40), Some("stop")));
     }
+    // Every run knows the engine's peak memory (the sim is a few MiB at least) and its output
+    // hash; the sustained runs share one prompt, and at temperature 0 one output.
+    assert!(pass.runs.iter().all(|r| r.server_peak_rss_bytes.is_some_and(|b| b > 1 << 20)));
+    let sustained: std::collections::HashSet<_> =
+        pass.runs.iter().filter(|r| r.cell == "c0" && r.workload == Workload::Sustained).map(|r| r.output_sha256.clone().unwrap()).collect();
+    assert_eq!(sustained.len(), 1);
     // Prompt targets met exactly (the sim has /tokenize).
     assert!(pass.runs.iter().filter(|r| r.workload == Workload::PromptMatrix).all(|r| r.prompt_tokens == Some(r.target_prompt_tokens)));
     // The KV-cache folder was emptied before the engine started, and each engine's output kept.
