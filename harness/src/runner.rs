@@ -274,6 +274,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
             lane: options.lane.clone(),
             build,
             restarted_on_resume: false,
+            request_extra: None,
         }],
         request: Some(request_params(&options.request, options.concurrency, options.steps.clone())),
         harness_cpu_seconds: None,

@@ -89,6 +89,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                 lane: "text".to_owned(),
                 build: BuildInfo { sha256: Some(format!("{:064x}", i + 1)), files: vec![] },
                 restarted_on_resume: false,
+                request_extra: None,
             })
             .collect();
         let info = PassInfo {

@@ -52,6 +52,7 @@ fn twelve_cell_pass() -> Pass {
                 lane: "text".to_owned(),
                 build: BuildInfo { sha256: Some(format!("{:064x}", cells.len() + 1)), files: vec![] },
                 restarted_on_resume: false,
+                request_extra: None,
             });
         }
     }

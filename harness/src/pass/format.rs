@@ -81,6 +81,9 @@ pub struct CellInfo {
     /// cell: its runs come from two server processes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restarted_on_resume: bool,
+    /// Fields merged into every request of this cell (the plan's, the preset's, the engine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_extra: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

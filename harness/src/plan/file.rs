@@ -96,7 +96,7 @@ pub struct Gaps {
 #[serde(deny_unknown_fields)]
 pub struct EngineSpec {
     pub name: Spanned<String>,
-    /// One of the presets (docs/engines.md); `openai-compatible` when absent.
+    /// One of the presets (docs/plans.md); `openai-compatible` when absent.
     pub preset: Option<Spanned<String>>,
     /// The command that starts the server, as argv. Placeholders: `{port}`, `{host}`,
     /// `{model}` (the id the server knows the model by), `{weights}`, `{benchpass}`.
@@ -293,11 +293,17 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             }
         }
         if let Some(dir) = &engine.kv_cache_dir {
-            let expanded = expand_home(dir.get_ref());
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            if expanded.parent().is_none() || Some(&expanded) == home.as_ref() {
-                error(dir.span(), format!("refusing to clear `{}`", dir.get_ref()), Some("name the engine's own cache folder, never / or your home".into()));
+            if let Some(why) = unsafe_to_clear(&resolve(base, dir.get_ref())) {
+                error(dir.span(), format!("refusing to clear `{}`: {why}", dir.get_ref()), Some("name the engine's own cache folder".into()));
             }
+        }
+        for (key, table) in [("extra", &engine.extra)] {
+            if let Some(own) = OWN_FIELDS.iter().find(|k| table.contains_key(**k)) {
+                error(engine.name.span(), format!("engine `{name}`: `{key}` may not set `{own}`"), Some("benchpass sets it from the plan's workloads".into()));
+            }
+        }
+        if engine.health_timeout_s <= 0.0 || !engine.health_timeout_s.is_finite() {
+            error(engine.name.span(), format!("engine `{name}`: health_timeout_s must be above 0"), None);
         }
     }
     for (i, model) in file.models.iter().enumerate() {
@@ -329,6 +335,21 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
                 format!("the cell names model `{}`, which no [[models]] entry defines", cell.model.get_ref()),
                 Some(format!("models in this plan: {}", model_names.join(", "))),
             );
+        }
+    }
+    if let Some(own) = OWN_FIELDS.iter().find(|k| file.request.extra.contains_key(**k)) {
+        error(file.request.api.span(), format!("[request] extra may not set `{own}`"), Some("benchpass sets it from the plan's workloads".into()));
+    }
+    let r = &file.request;
+    if r.concurrency == 0 || !(r.first_token_timeout_s > 0.0 && r.idle_timeout_s > 0.0) || !(r.temperature >= 0.0) {
+        error(0..0, "[request]: concurrency must be at least 1, timeouts above 0, temperature 0 or more".to_owned(), None);
+    }
+    if !(file.gaps.between_cells_s >= 0.0 && file.gaps.between_workloads_s >= 0.0) {
+        error(0..0, "[gaps]: gaps are 0 or more seconds".to_owned(), None);
+    }
+    if let Some(name) = &file.name {
+        if let Err(e) = crate::runner::check_pass_id(&format!("20260101-000000-{name}")) {
+            error(0..0, format!("name `{name}`: {e:#}"), Some("the name becomes part of the pass id".into()));
         }
     }
     if !matches!(file.request.api.get_ref().as_str(), "chat" | "completions") {
@@ -364,11 +385,45 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             }
         }
     }
+    for (i, (w, s)) in steps.iter().enumerate() {
+        let span = file.workloads[*w].kind.span();
+        if s.max_tokens == 0 || (s.workload != Workload::Sustained && s.target_prompt_tokens == 0) {
+            error(span.clone(), "token counts (max_tokens, target tokens) must be at least 1".to_owned(), None);
+        }
+        // Runs are keyed on workload, target and repetition (resume relies on it).
+        if steps[..i].iter().any(|(_, o)| (o.workload, o.target_prompt_tokens) == (s.workload, s.target_prompt_tokens)) {
+            error(
+                span,
+                format!("{} at target {} appears twice", s.workload.as_str(), s.target_prompt_tokens),
+                Some("raise `runs` instead of repeating a workload".into()),
+            );
+        }
+    }
     if errors.is_empty() {
         Ok(Plan { path: path.to_owned(), file, steps })
     } else {
         Err(errors)
     }
+}
+
+/// Request fields that define the protocol: a plan's extra fields may not override them.
+pub const OWN_FIELDS: [&str; 7] = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature"];
+
+/// Why deleting what is inside `dir` would be a disaster, if it would: the root, a folder
+/// near it, the home folder or any folder holding it, or the working folder or any above it.
+fn unsafe_to_clear(dir: &Path) -> Option<&'static str> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+    if dir.components().count() < 3 {
+        return Some("it is the root or a folder right under it");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if home.is_some_and(|h| h.starts_with(&dir)) {
+        return Some("it holds your home folder");
+    }
+    if std::env::current_dir().is_ok_and(|cwd| cwd.starts_with(&dir)) {
+        return Some("it holds the working folder");
+    }
+    None
 }
 
 /// A path in a plan: `~/…`, absolute, or relative to the plan's folder.

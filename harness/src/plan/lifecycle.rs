@@ -15,6 +15,17 @@ pub struct Placeholders {
 }
 
 impl Placeholders {
+    /// The command line with placeholders filled and a leading `~/` expanded in the program.
+    pub fn fill_argv(&self, argv: &[String]) -> Vec<String> {
+        argv.iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let filled = self.fill(w);
+                if i == 0 { super::file::expand_home(&filled).display().to_string() } else { filled }
+            })
+            .collect()
+    }
+
     pub fn fill(&self, word: &str) -> String {
         let benchpass = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "benchpass".to_owned());
         word.replace("{port}", &self.port.map(|p| p.to_string()).unwrap_or_default())
@@ -41,6 +52,18 @@ pub fn clear_cache(dir: &Path) -> anyhow::Result<usize> {
         removed += 1;
     }
     Ok(removed)
+}
+
+/// Before clearing a cache and starting: an engine left running by a killed pass (its pid file
+/// says so) is stopped; anything else that answers at `health_url` is refused, since a server
+/// benchpass did not start fresh would mix its cache and state into the figures.
+pub async fn make_way(program: &str, log: &Path, health_url: &str) -> anyhow::Result<()> {
+    stop_orphan(&log.with_extension("pid"), program).await;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
+    if http.get(health_url).send().await.is_ok() {
+        anyhow::bail!("something already answers at {health_url}: stop it first");
+    }
+    Ok(())
 }
 
 /// A server benchpass started; stopped on [`Engine::stop`] or when dropped.
@@ -85,14 +108,7 @@ pub async fn start(
     stop_command: Option<Vec<String>>,
 ) -> anyhow::Result<Engine> {
     let (program, args) = argv.split_first().context("`start` is empty")?;
-    let pid_file = log.with_extension("pid");
-    stop_orphan(&pid_file, program).await;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
-    if http.get(health_url).send().await.is_ok() {
-        anyhow::bail!(
-            "something already answers at {health_url}: stop it first (benchmarking a server benchpass did not start fresh would mix in its cache and state)"
-        );
-    }
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -105,6 +121,7 @@ pub async fn start(
         .stderr(out)
         .spawn()
         .with_context(|| format!("starting `{program}`"))?;
+    let pid_file = log.with_extension("pid");
     std::fs::write(&pid_file, child.id().to_string()).with_context(|| format!("writing {}", pid_file.display()))?;
     let mut engine = Engine { child, stop_command, pid_file };
     let deadline = tokio::time::Instant::now() + timeout;
@@ -163,9 +180,13 @@ impl Drop for Engine {
     }
 }
 
-/// The first non-empty line `program arg` prints (on stdout or stderr).
-pub fn version_from_command(program: &Path, arg: &str) -> Option<String> {
-    let out = Command::new(program).arg(arg).output().ok()?;
+/// The first non-empty line a command prints (on stdout or stderr), if it succeeds.
+pub fn version_from_command(argv: &[String]) -> Option<String> {
+    let (program, args) = argv.split_first()?;
+    let out = Command::new(program).args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
     let text = [out.stdout, out.stderr].concat();
     String::from_utf8_lossy(&text).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)
 }

@@ -1,5 +1,5 @@
 //! Engine presets: what benchpass knows about each engine so that a plan stays short. Every
-//! entry names its source; docs/engines.md says the same for readers.
+//! entry names its source; docs/plans.md says the same for readers.
 
 /// How an engine tells its version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -185,6 +185,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                             lane: m.lane.clone(),
                             build: BuildInfo::default(),
                             restarted_on_resume: false,
+                            request_extra: None,
                         }
                     })
                     .collect(),
@@ -234,15 +235,19 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
 
         let mut engine = None;
         if let Some(start) = &spec.start {
-            let argv: Vec<String> = start.get_ref().iter().map(|w| fill.fill(w)).collect();
-            let cache = spec.kv_cache_dir.as_ref().map(|d| d.get_ref().as_str()).or(preset.kv_cache_dir);
-            if let Some(cache) = cache {
-                let removed = lifecycle::clear_cache(&expand_home(cache))?;
-                progress.note(&format!("  cleared {removed} entries from {cache}"));
-            }
+            let argv = fill.fill_argv(start.get_ref());
             let health = format!("{base}{}", spec.health_path.as_deref().unwrap_or(preset.health_path));
-            let started =
-                lifecycle::start(&argv, &spec.env, &log, &health, Duration::from_secs_f64(spec.health_timeout_s), spec.stop.clone()).await;
+            let cache = spec.kv_cache_dir.as_ref().map(|d| resolve(&plan_dir, d.get_ref())).or(preset.kv_cache_dir.map(expand_home));
+            let started = async {
+                lifecycle::make_way(&argv[0], &log, &health).await?;
+                if let Some(cache) = &cache {
+                    let removed = lifecycle::clear_cache(cache)?;
+                    progress.note(&format!("  cleared {removed} entries from {}", cache.display()));
+                }
+                let stop = spec.stop.as_ref().map(|argv| fill.fill_argv(argv));
+                lifecycle::start(&argv, &spec.env, &log, &health, Duration::from_secs_f64(spec.health_timeout_s), stop).await
+            }
+            .await;
             match started {
                 Ok(e) => engine = Some(e),
                 Err(e) => {
@@ -270,16 +275,25 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             .or_else(|| spec.start.as_ref().and_then(|s| s.get_ref().first().map(|p| fill.fill(p))))
             .and_then(|p| find_executable(&p));
         let (mut version, mut version_source) = (facts.version.clone(), facts.version_source.clone());
-        let from_command = spec.version_command.as_ref().map(|argv| (argv.clone(), "command".to_owned())).or_else(|| {
-            match (preset.version, &executable) {
-                (VersionFrom::Command { arg }, Some(exe)) => Some((vec![exe.display().to_string(), arg.to_owned()], format!("{} {arg}", exe.display()))),
-                _ => None,
-            }
+        // The plan's command, else the preset's way, else what the generic probe found.
+        let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv)).or_else(|| match (preset.version, &executable) {
+            (VersionFrom::Command { arg }, Some(exe)) => Some(vec![exe.display().to_string(), arg.to_owned()]),
+            _ => None,
         });
-        if let Some((argv, source)) = from_command {
-            if let Some(v) = argv.split_first().and_then(|(p, rest)| lifecycle::version_from_command(&find_executable(p).unwrap_or_else(|| p.into()), rest.first().map_or("", String::as_str))) {
+        if let Some(argv) = command {
+            if let Some(v) = lifecycle::version_from_command(&argv) {
                 version = v;
-                version_source = source;
+                version_source = argv.join(" ");
+            }
+        } else if let VersionFrom::Endpoint { path, pointer } = preset.version {
+            let url = format!("{base}{path}");
+            if let Ok(response) = http.get(&url).timeout(Duration::from_secs(10)).send().await {
+                if let Ok(body) = response.json::<Value>().await {
+                    if let Some(v) = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty()) {
+                        version = v.to_owned();
+                        version_source = format!("GET {path}");
+                    }
+                }
             }
         }
         let cell = info.cells.iter_mut().find(|c| c.id == *cell_id).expect("listed above");
@@ -304,6 +318,10 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         }
         extra.extend(to_json(&spec.extra));
         let sampler = engine.as_ref().map(|e| crate::memory::MemorySampler::start(e.pid()));
+        if let Some(c) = info.cells.iter_mut().find(|c| c.id == *cell_id) {
+            c.request_extra = (!extra.is_empty()).then(|| Value::Object(extra.clone()));
+        }
+        writer.update_info(&info)?;
         let cell_request = RequestConfig { model: model_id.clone(), extra: (!extra.is_empty()).then_some(Value::Object(extra)), ..base_request.clone() };
         let target = Target {
             http: &http,
@@ -319,6 +337,9 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         for (w, step) in &plan.steps {
             if last_workload.is_some_and(|l| l != *w) && !gap(plan.file.gaps.between_workloads_s * options.gap_scale, &mut interrupt).await {
                 summary.status = PassStatus::Interrupted;
+                if let Some(mut e) = engine.take() {
+                    e.stop().await;
+                }
                 break 'cells;
             }
             last_workload = Some(*w);
@@ -382,7 +403,7 @@ fn record_not_run(
                     rep,
                     warmup,
                     max_tokens: step.max_tokens,
-                    concurrency: 1,
+                    concurrency: 0,
                     started_unix_ms: 0,
                     prompt_sha256: None,
                     prompt_tokens: None,

@@ -160,9 +160,10 @@ runs = 1
 max_tokens = 8
 
 [[workloads]]
-kind = "sustained"
+kind = "prompt-matrix"
 runs = 1
 max_tokens = 8
+targets = [{{ tokens = 32 }}]
 "#
         ),
     )
@@ -241,6 +242,9 @@ model = "m"
 
 [[workloads]]
 kind = "sustained"
+
+[[workloads]]
+kind = "sustained"
 "#,
     )
     .unwrap();
@@ -250,6 +254,8 @@ kind = "sustained"
     assert!(stderr.contains("bad.toml:8: weights `missing.gguf` do not exist"), "{stderr}");
     assert!(stderr.contains("bad.toml:11: the cell names engine `lama`, which no [[engines]] entry defines"), "{stderr}");
     assert!(stderr.contains("hint: engines in this plan: llama"), "{stderr}");
+    // Runs are keyed on workload and target: the same pair twice is refused.
+    assert!(stderr.contains("bad.toml:18: sustained at target 0 appears twice"), "{stderr}");
 
     std::fs::write(&plan, "[[engines]]\nname = \"x\"\nstrat = [\"llama-server\"]\n").unwrap();
     let stderr = String::from_utf8_lossy(&benchpass(&["plan", "check", plan.to_str().unwrap()]).stderr).into_owned();
