@@ -89,15 +89,17 @@ pub struct StreamOutcome {
     pub timings: Option<Value>,
     pub http_status: Option<u16>,
     pub error: Option<RunError>,
+    /// The server's `Retry-After` on a 429 or 503, capped at a minute.
+    pub retry_after: Option<Duration>,
 }
 
 fn error(class: &str, message: impl Into<String>) -> Option<RunError> {
     Some(RunError { class: class.to_owned(), message: message.into() })
 }
 
-/// Error classes (docs/raw-format.md): `connect`, `request`, `http-<status>`,
+/// Error classes (docs/raw-format.md): `connect`, `request`, `http-<status>`, `not-a-stream`,
 /// `first-token-timeout`, `idle-timeout`, `stream-broken`, `incomplete-stream`,
-/// `malformed-event`, `server-error`.
+/// `malformed-event`, `server-error`, `no-tokens`.
 pub async fn stream_request(
     http: &reqwest::Client,
     url: &str,
@@ -128,12 +130,26 @@ pub async fn stream_request(
     let status = response.status();
     outcome.http_status = Some(status.as_u16());
     if !status.is_success() {
+        outcome.retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|s| Duration::from_secs(s.min(60)));
         let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
         let body = text.ok().and_then(Result::ok).unwrap_or_default();
         outcome.error = error(&format!("http-{}", status.as_u16()), truncate(&body, 2000));
         return outcome;
     }
 
+    let content_type = response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    if !content_type.starts_with("text/event-stream") {
+        let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
+        let body = text.ok().and_then(Result::ok).unwrap_or_default();
+        let message = format!("asked for a stream, got `{content_type}`: {}", truncate(&body, 200));
+        outcome.error = error("not-a-stream", message);
+        return outcome;
+    }
     let mut parser = SseParser::new();
     let mut stream = response.bytes_stream();
     let mut saw_token = false;
@@ -176,6 +192,9 @@ pub async fn stream_request(
     }
     if !done && outcome.finish_reason.is_none() && outcome.error.is_none() {
         outcome.error = error("incomplete-stream", "the stream ended without a finish reason or [DONE]");
+    }
+    if !saw_token && outcome.error.is_none() {
+        outcome.error = error("no-tokens", "the stream ended without a single token");
     }
     outcome
 }

@@ -225,9 +225,19 @@ struct SimArgs {
     /// Fault: stop sending after N tokens and hold the connection open.
     #[arg(long, value_name = "N")]
     stall_after_tokens: Option<u64>,
-    /// Fault: every Nth request answers HTTP 500.
+    /// Fault: every Nth request answers with an HTTP error (see --fail-status).
     #[arg(long, value_name = "N")]
     fail_every: Option<u64>,
+    /// The status of --fail-every answers (429 comes with Retry-After: 1).
+    #[arg(long, value_name = "CODE")]
+    fail_status: Option<u16>,
+    /// Fault in every streamed reply: crash-mid-stream, hang-before-first-token, truncated-json,
+    /// malformed-sse-line, wrong-content-type, huge-event, only-role, double-done, data-after-done.
+    #[arg(long, value_name = "NAME", value_parser = parse_fault)]
+    fault: Option<harness::sim::Fault>,
+    /// Tokens sent before a mid-stream fault strikes.
+    #[arg(long, value_name = "N")]
+    fault_after_tokens: Option<u64>,
     /// Use the timer wheel alone (up to ~1 ms late per event, but no spinning; for hundreds of streams).
     #[arg(long)]
     coarse_timer: bool,
@@ -437,12 +447,22 @@ fn report_summary(summary: &harness::runner::PassSummary) -> anyhow::Result<Exit
     })
 }
 
+fn parse_fault(name: &str) -> Result<harness::sim::Fault, String> {
+    harness::sim::Fault::parse(name).ok_or_else(|| {
+        let names: Vec<String> = harness::sim::Fault::ALL.iter().map(|f| f.name()).collect();
+        format!("no fault `{name}`; one of: {}", names.join(", "))
+    })
+}
+
 fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     let mut profile = SimProfile::load(&args.profile)?;
     macro_rules! set {
         ($($field:ident),*) => { $(if let Some(v) = args.$field { profile.$field = v; })* };
     }
-    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed);
+    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed, fail_status, fault_after_tokens);
+    if args.fault.is_some() {
+        profile.fault = args.fault;
+    }
     if args.eos_after.is_some() {
         profile.eos_after = args.eos_after;
     }

@@ -6,6 +6,6 @@ mod profile;
 mod schedule;
 mod server;
 
-pub use profile::{SimProfile, PRESETS};
+pub use profile::{Fault, SimProfile, PRESETS};
 pub use schedule::{Schedule, ScheduleInput, ScheduledEvent};
 pub use server::{bind, serve};

@@ -36,8 +36,14 @@ pub struct SimProfile {
     pub seed: u64,
     /// Fault: stop sending (but keep the connection open) after this many completion tokens.
     pub stall_after_tokens: Option<u64>,
-    /// Fault: every Nth request answers HTTP 500.
+    /// Fault: every Nth request answers with HTTP `fail_status`.
     pub fail_every: Option<u64>,
+    /// The status of `fail_every` answers: 500, or 429 (sent with `Retry-After: 1`), or any.
+    pub fail_status: u16,
+    /// Fault injected into every streamed reply (docs/reliability.md lists them).
+    pub fault: Option<Fault>,
+    /// Completion tokens sent before a mid-stream fault strikes.
+    pub fault_after_tokens: u64,
     /// Finish each sleep with a short spin so events leave within microseconds of their due
     /// time (the timer wheel alone is late by up to a millisecond). Costs CPU; turn off for
     /// hundreds of concurrent streams.
@@ -62,8 +68,57 @@ impl Default for SimProfile {
             seed: 0,
             stall_after_tokens: None,
             fail_every: None,
+            fail_status: 500,
+            fault: None,
+            fault_after_tokens: 5,
             precise_timer: true,
         }
+    }
+}
+
+/// Ways a streamed reply can go wrong, on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Fault {
+    /// The connection is cut after `fault_after_tokens` tokens, as when the server dies.
+    CrashMidStream,
+    /// Headers and the role event, then nothing: no first token ever comes.
+    HangBeforeFirstToken,
+    /// An event whose JSON is cut short, after `fault_after_tokens` tokens.
+    TruncatedJson,
+    /// A line that is not SSE at all (`garbage without a field`), after `fault_after_tokens` tokens.
+    MalformedSseLine,
+    /// The reply is labelled `text/plain`, not `text/event-stream`.
+    WrongContentType,
+    /// One event carries about a megabyte of text.
+    HugeEvent,
+    /// A role event, then `[DONE]`: no token at all.
+    OnlyRole,
+    /// `[DONE]` twice.
+    DoubleDone,
+    /// More token events after `[DONE]`.
+    DataAfterDone,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 9] = [
+        Fault::CrashMidStream,
+        Fault::HangBeforeFirstToken,
+        Fault::TruncatedJson,
+        Fault::MalformedSseLine,
+        Fault::WrongContentType,
+        Fault::HugeEvent,
+        Fault::OnlyRole,
+        Fault::DoubleDone,
+        Fault::DataAfterDone,
+    ];
+
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    }
+
+    pub fn parse(name: &str) -> Option<Fault> {
+        Fault::ALL.into_iter().find(|f| f.name() == name)
     }
 }
 
@@ -118,6 +173,7 @@ impl SimProfile {
             "jitter is a fraction of the rate in [0, 1), e.g. 0.05 for ±5%"
         );
         anyhow::ensure!(self.fail_every != Some(0), "--fail-every must be at least 1");
+        anyhow::ensure!((400..600).contains(&self.fail_status), "--fail-status must be an HTTP error status (400–599)");
         Ok(())
     }
 }

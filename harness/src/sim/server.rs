@@ -1,7 +1,6 @@
 //! The HTTP side of the reference engine: routes, request parsing, and streaming each event at
 //! the instant its schedule says.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-use super::{Schedule, ScheduleInput, SimProfile};
+use super::{Fault, Schedule, ScheduleInput, SimProfile};
 use crate::corpus;
 use crate::tokens::count_reference_tokens;
 
@@ -145,8 +144,13 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
     let index = sim.requests.fetch_add(1, Ordering::Relaxed);
     let profile = &sim.profile;
     if profile.fail_every.is_some_and(|n| index % n == n - 1) {
-        let error = json!({"error": {"message": "injected failure", "type": "server_error", "code": 500}});
-        return (StatusCode::INTERNAL_SERVER_ERROR, Json(error)).into_response();
+        let status = StatusCode::from_u16(profile.fail_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let error = json!({"error": {"message": "injected failure", "type": "server_error", "code": status.as_u16()}});
+        let mut response = (status, Json(error)).into_response();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        return response;
     }
     let ask = match read_ask(api, &body) {
         Ok(ask) => ask,
@@ -175,7 +179,12 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
         usage: profile.usage && (ask.include_usage || !ask.stream),
         timings: profile.timings,
         role_event: profile.role_event && api == Api::Chat,
-        stall_after_tokens: profile.stall_after_tokens,
+        stall_after_tokens: match profile.fault {
+            Some(Fault::HangBeforeFirstToken) => Some(0),
+            _ => profile.stall_after_tokens,
+        },
+        fault: profile.fault,
+        fault_after_tokens: profile.fault_after_tokens,
         precise_timer: profile.precise_timer,
         arrived,
         schedule,
@@ -211,6 +220,8 @@ struct Reply {
     timings: bool,
     role_event: bool,
     stall_after_tokens: Option<u64>,
+    fault: Option<Fault>,
+    fault_after_tokens: u64,
     precise_timer: bool,
     arrived: Instant,
     schedule: Schedule,
@@ -277,22 +288,26 @@ fn sse(value: &Value) -> Bytes {
 /// Streams the reply: a role event at once, each scheduled event at its instant, then the
 /// finish event, usage and `[DONE]`.
 fn stream_reply(mut reply: Reply) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(16);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+    let fault = reply.fault;
     tokio::spawn(async move {
-        if reply.role_event {
+        if reply.role_event || fault == Some(Fault::OnlyRole) {
             let role = reply.chunk(json!({"role": "assistant", "content": ""}), "", None);
             if tx.send(Ok(sse(&role))).await.is_err() {
                 return;
             }
         }
+        if fault == Some(Fault::OnlyRole) {
+            let _ = tx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
+            return;
+        }
         let events = reply.schedule.events.clone();
         for event in events {
-            if reply.stall_after_tokens.is_some_and(|n| event.first_token >= n) {
-                // Hold the connection open and send nothing until the client gives up.
-                tx.closed().await;
-                return;
+            let (reasoning, mut content) = reply.texts(event.first_token, event.n_tokens);
+            if fault == Some(Fault::HugeEvent) && event.first_token == 1 {
+                // About a megabyte in one event: a client must neither choke nor miscount.
+                content.push_str(&" huge".repeat(200_000));
             }
-            let (reasoning, content) = reply.texts(event.first_token, event.n_tokens);
             let mut delta = serde_json::Map::new();
             if !reasoning.is_empty() {
                 delta.insert("reasoning_content".into(), reasoning.clone().into());
@@ -303,6 +318,28 @@ fn stream_reply(mut reply: Reply) -> Response {
             let text = reasoning + &content;
             let chunk = reply.chunk(Value::Object(delta), &text, None);
             sleep_until(reply.arrived + Duration::from_nanos(event.at_ns), reply.precise_timer).await;
+            // A fault strikes when the event it replaces is due, after the earlier ones left.
+            if event.first_token >= reply.fault_after_tokens {
+                match fault {
+                    Some(Fault::CrashMidStream) => {
+                        // An error from the body stream makes the server abort the connection.
+                        let _ = tx.send(Err(std::io::Error::other("injected crash"))).await;
+                        return;
+                    }
+                    Some(Fault::TruncatedJson) => {
+                        let _ = tx.send(Ok(Bytes::from_static(b"data: {\"choices\":[{\"delta\":{\"content\":\" cut\n\n"))).await;
+                    }
+                    Some(Fault::MalformedSseLine) => {
+                        let _ = tx.send(Ok(Bytes::from_static(b"garbage without a field\n"))).await;
+                    }
+                    _ => {}
+                }
+            }
+            if reply.stall_after_tokens.is_some_and(|n| event.first_token >= n) {
+                // Hold the connection open and send nothing until the client gives up.
+                tx.closed().await;
+                return;
+            }
             if tx.send(Ok(sse(&chunk))).await.is_err() {
                 return;
             }
@@ -319,6 +356,14 @@ fn stream_reply(mut reply: Reply) -> Response {
             tail.push(sse(&usage));
         }
         tail.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        match fault {
+            Some(Fault::DoubleDone) => tail.push(Bytes::from_static(b"data: [DONE]\n\n")),
+            Some(Fault::DataAfterDone) => {
+                let extra = reply.chunk(json!({"content": " after"}), " after", None);
+                tail.push(sse(&extra));
+            }
+            _ => {}
+        }
         for bytes in tail {
             if tx.send(Ok(bytes)).await.is_err() {
                 return;
@@ -328,8 +373,9 @@ fn stream_reply(mut reply: Reply) -> Response {
     let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     }));
+    let content_type = if fault == Some(Fault::WrongContentType) { "text/plain" } else { "text/event-stream" };
     Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CONTENT_TYPE, content_type)
         .header(header::CACHE_CONTROL, "no-cache")
         .body(body)
         .expect("static headers are valid")

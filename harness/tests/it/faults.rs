@@ -145,6 +145,7 @@ fn ctrl_c_keeps_the_finished_runs_and_marks_the_pass_interrupted() {
     let mut child = std::process::Command::new(BENCHPASS)
         .args(["run", "--url", &sim.url, "--model", "sim-model", "--runs", "10", "--max-tokens", "20"])
         .args(["--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -165,4 +166,116 @@ fn ctrl_c_keeps_the_finished_runs_and_marks_the_pass_interrupted() {
     assert!(pass.torn_tail.is_none());
     assert!((1..10).contains(&pass.runs.len()), "{} runs", pass.runs.len());
     assert!(pass.runs.iter().all(|r| r.error.is_none() && r.completion_tokens == Some(20)));
+}
+
+/// One run against a sim with `fault`; returns the run.
+fn run_with_fault(fault: &str, extra: &[&str]) -> harness::pass::RunRecord {
+    let sim = Sim::start(&["--decode-tps", "1000", "--fault", fault]);
+    let tmp = temp_dir();
+    let mut args = vec!["--runs", "2", "--max-tokens", "20", "--first-token-timeout", "1", "--idle-timeout", "1"];
+    args.extend_from_slice(extra);
+    let pass = run_pass(&sim, &pass_dir(&tmp), &args);
+    assert_eq!(pass.info.status, PassStatus::Complete, "{fault}: the pass goes on");
+    assert_eq!(pass.runs.len(), 2, "{fault}: every run is recorded");
+    pass.runs[0].clone()
+}
+
+fn token_events(run: &harness::pass::RunRecord) -> usize {
+    run.events.iter().filter(|e| e.carries_tokens()).count()
+}
+
+#[test]
+fn a_server_crash_mid_stream_keeps_what_arrived() {
+    let run = run_with_fault("crash-mid-stream", &[]);
+    assert_eq!(run.error.as_ref().unwrap().class, "stream-broken");
+    // Tokens 0–4 arrived (events of one token each) before the cut.
+    assert_eq!(token_events(&run), 5);
+}
+
+#[test]
+fn a_hang_before_the_first_token_times_out() {
+    let run = run_with_fault("hang-before-first-token", &[]);
+    assert_eq!(run.error.as_ref().unwrap().class, "first-token-timeout");
+    assert_eq!(token_events(&run), 0);
+    assert_eq!(run.ttft_ms, None);
+}
+
+#[test]
+fn truncated_json_is_a_malformed_event_and_the_rest_is_kept() {
+    let run = run_with_fault("truncated-json", &[]);
+    assert_eq!(run.error.as_ref().unwrap().class, "malformed-event");
+    assert_eq!(token_events(&run), 20, "every well-formed event is still recorded");
+}
+
+#[test]
+fn a_line_that_is_not_sse_is_ignored() {
+    let run = run_with_fault("malformed-sse-line", &[]);
+    assert_eq!(run.error, None);
+    assert_eq!(run.completion_tokens, Some(20));
+}
+
+#[test]
+fn a_reply_that_is_not_an_event_stream_is_named() {
+    let run = run_with_fault("wrong-content-type", &[]);
+    let error = run.error.as_ref().unwrap();
+    assert_eq!(error.class, "not-a-stream");
+    assert!(error.message.contains("text/plain"), "{}", error.message);
+}
+
+#[test]
+fn a_huge_event_is_taken_whole() {
+    let run = run_with_fault("huge-event", &[]);
+    assert_eq!(run.error, None);
+    assert!(run.events.iter().any(|e| e.text.len() > 1_000_000));
+    assert_eq!(run.completion_tokens, Some(20), "usage, not the text, gives the count");
+}
+
+#[test]
+fn a_stream_of_only_a_role_event_has_no_tokens() {
+    let run = run_with_fault("only-role", &[]);
+    assert_eq!(run.error.as_ref().unwrap().class, "no-tokens");
+}
+
+#[test]
+fn a_second_done_and_data_after_done_change_nothing() {
+    for fault in ["double-done", "data-after-done"] {
+        let run = run_with_fault(fault, &[]);
+        assert_eq!(run.error, None, "{fault}");
+        assert_eq!((run.completion_tokens, token_events(&run)), (Some(20), 20), "{fault}");
+    }
+}
+
+#[test]
+fn a_429_is_recorded_and_its_retry_after_honoured() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--fail-every", "2", "--fail-status", "429"]);
+    let tmp = temp_dir();
+    let started = std::time::Instant::now();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "3", "--max-tokens", "8"]);
+    let classes: Vec<_> = pass.runs.iter().map(|r| r.error.as_ref().map(|e| e.class.as_str())).collect();
+    assert_eq!(classes, [None, Some("http-429"), None]);
+    assert!(started.elapsed().as_secs_f64() >= 1.0, "Retry-After: 1 was waited before the next request");
+}
+
+#[test]
+fn a_server_that_goes_away_mid_pass_leaves_connect_errors_and_a_complete_pass() {
+    // 20 tokens at 20 tok/s: the sim is killed during the first run.
+    let mut sim = Sim::start(&["--decode-tps", "20"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let child = std::process::Command::new(BENCHPASS)
+        .args(["run", "--url", &sim.url, "--model", "sim-model", "--runs", "3", "--max-tokens", "20", "--progress", "quiet"])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    sim.kill();
+    let status = child.wait_with_output().unwrap().status;
+    assert!(status.success());
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!(pass.info.status, PassStatus::Complete);
+    let classes: Vec<_> = pass.runs.iter().map(|r| r.error.as_ref().map(|e| e.class.clone())).collect();
+    assert_eq!(classes[0].as_deref(), Some("stream-broken"), "{classes:?}");
+    assert!(classes[1..].iter().all(|c| c.as_deref() == Some("connect")), "{classes:?}");
 }

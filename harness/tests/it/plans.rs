@@ -288,6 +288,7 @@ fn a_pass_killed_mid_cell_resumes_without_repeating_a_run() {
     let out = tmp.path().join("pass");
     let mut child = std::process::Command::new(BENCHPASS)
         .args(["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();

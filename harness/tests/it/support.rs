@@ -45,6 +45,14 @@ impl Sim {
     }
 }
 
+impl Sim {
+    /// Kills the engine now (a crash, as far as the client can tell).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Sim {
     fn drop(&mut self) {
         let _ = self.child.kill();
