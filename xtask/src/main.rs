@@ -5,6 +5,7 @@ mod bench;
 mod bench_leaderboard;
 mod bench_report;
 mod demo;
+mod engine;
 mod reports;
 
 use std::process::ExitCode;
@@ -21,6 +22,9 @@ tasks:
                           what changed from A to B; Markdown, HTML or CSV by FILE's extension
   leaderboard PASS... --out FILE.csv
                           one leaderboard over several passes
+  engine install llama-cpp
+                          build llama.cpp's server from the llama-cpp-python source package and
+                          make tiny and small models; cached and reused (engine path llama-cpp)
   bench client [--quick]  client CPU time per streamed token and timing error at 1, 32 and
                           256 concurrent streams against the reference engine (release build)
   bench leaderboard [--passes N]
@@ -35,6 +39,7 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["demo", rest @ ..] => demo::run(rest),
         ["report", rest @ ..] => reports::report(rest),
+        ["engine", rest @ ..] => engine::run(rest),
         ["diff", rest @ ..] => reports::diff(rest),
         ["leaderboard", rest @ ..] => reports::leaderboard(rest),
         ["bench", "client", rest @ ..] => bench::client(rest),

@@ -1,0 +1,144 @@
+//! `cargo xtask engine install llama-cpp`: a real llama.cpp server and small models made here,
+//! from the package registries alone. The PyPI source package `llama-cpp-python` vendors the
+//! whole llama.cpp tree (server, vocab-only GGUF files, the gguf Python package); cmake builds
+//! `llama-server` from it, and `make_llama_gguf.py` writes seeded random-weight models on the
+//! shipped vocabulary. Everything lands in a per-user cache keyed by version and is reused by
+//! every later run, CI included.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context as _;
+
+/// llama-cpp-python 0.3.36 carries llama.cpp commit 0c1e57098.
+pub const LLAMA_CPP_PYTHON: &str = "0.3.36";
+
+/// `$BENCHPASS_CACHE_DIR`, else `$XDG_CACHE_HOME/benchpass`, else `~/.cache/benchpass`.
+pub fn cache_root() -> anyhow::Result<PathBuf> {
+    let weights_cache = harness::provenance::HashCache::default_path().context("no cache folder: set BENCHPASS_CACHE_DIR")?;
+    Ok(weights_cache.parent().expect("the cache file sits in the cache folder").to_owned())
+}
+
+/// Where the llama.cpp install lives: portable build (GGML_NATIVE=OFF), so no CPU flags in the key.
+pub fn llama_cpp_dir() -> anyhow::Result<PathBuf> {
+    Ok(cache_root()?.join("engines").join(format!("llama-cpp-{LLAMA_CPP_PYTHON}-{}-portable", std::env::consts::ARCH)))
+}
+
+pub fn run(args: &[&str]) -> anyhow::Result<()> {
+    match args {
+        ["install", "llama-cpp"] => {
+            let dir = install_llama_cpp()?;
+            println!("{}", dir.display());
+            Ok(())
+        }
+        ["path", "llama-cpp"] => {
+            println!("{}", llama_cpp_dir()?.display());
+            Ok(())
+        }
+        _ => anyhow::bail!("usage: cargo xtask engine install llama-cpp | cargo xtask engine path llama-cpp"),
+    }
+}
+
+fn step(what: &str) {
+    eprintln!("engine install: {what}");
+}
+
+fn sh(command: &mut Command, what: &str) -> anyhow::Result<()> {
+    let status = command.status().with_context(|| format!("{what}: could not start {:?}", command.get_program()))?;
+    anyhow::ensure!(status.success(), "{what} failed ({status})");
+    Ok(())
+}
+
+/// Builds (once) and returns the install folder: bin/llama-server, the vocab, gguf-py, and
+/// models/tiny.gguf and models/small.gguf.
+pub fn install_llama_cpp() -> anyhow::Result<PathBuf> {
+    let dir = llama_cpp_dir()?;
+    let server = dir.join("bin/llama-server");
+    if !server.exists() {
+        build_llama_server(&dir)?;
+    }
+    for size in ["tiny", "small"] {
+        let model = dir.join(format!("models/{size}.gguf"));
+        if !model.exists() {
+            make_model(&dir, size, &model)?;
+        }
+    }
+    Ok(dir)
+}
+
+fn build_llama_server(dir: &Path) -> anyhow::Result<()> {
+    let work = dir.with_extension("build");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work)?;
+    step(&format!("downloading the llama-cpp-python {LLAMA_CPP_PYTHON} source package"));
+    sh(
+        Command::new("python3")
+            .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "llama-cpp-python"])
+            .arg(format!("llama-cpp-python=={LLAMA_CPP_PYTHON}"))
+            .arg("-d")
+            .arg(&work),
+        "pip download",
+    )?;
+    let archive = work.join(format!("llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"));
+    sh(Command::new("tar").arg("xzf").arg(&archive).arg("-C").arg(&work), "unpacking")?;
+    let tree = work.join(format!("llama_cpp_python-{LLAMA_CPP_PYTHON}/vendor/llama.cpp"));
+    step("configuring llama.cpp (portable CPU build, no web UI, no network features)");
+    sh(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&tree)
+            .arg("-B")
+            .arg(tree.join("build"))
+            .args([
+                "-DCMAKE_BUILD_TYPE=Release",
+                "-DGGML_NATIVE=OFF",
+                "-DLLAMA_USE_PREBUILT_UI=OFF",
+                "-DLLAMA_BUILD_UI=OFF",
+                "-DLLAMA_OPENSSL=OFF",
+                "-DLLAMA_CURL=OFF",
+                "-DLLAMA_BUILD_TESTS=OFF",
+                "-DLLAMA_BUILD_EXAMPLES=OFF",
+                "-DBUILD_SHARED_LIBS=OFF",
+            ])
+            .stdout(std::process::Stdio::null()),
+        "cmake configure (is cmake installed? apt-get install cmake)",
+    )?;
+    step("building llama-server (about 10 minutes on 2 cores; cmake prints its progress)");
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()).to_string();
+    sh(
+        Command::new("cmake").arg("--build").arg(tree.join("build")).args(["--target", "llama-server", "-j", &jobs]),
+        "cmake build",
+    )?;
+    let staging = dir.with_extension("staging");
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(staging.join("bin"))?;
+    std::fs::create_dir_all(staging.join("models"))?;
+    std::fs::copy(tree.join("build/bin/llama-server"), staging.join("bin/llama-server"))?;
+    std::fs::copy(tree.join("models/ggml-vocab-llama-spm.gguf"), staging.join("ggml-vocab-llama-spm.gguf"))?;
+    sh(Command::new("cp").arg("-r").arg(tree.join("gguf-py")).arg(staging.join("gguf-py")), "copying gguf-py")?;
+    // Appear whole or not at all: a build killed half-way leaves no install that looks complete.
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::rename(&staging, dir)?;
+    let _ = std::fs::remove_dir_all(&work);
+    step(&format!("installed in {}", dir.display()));
+    Ok(())
+}
+
+fn make_model(dir: &Path, size: &str, out: &Path) -> anyhow::Result<()> {
+    let venv = dir.join("venv");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        step("creating a Python environment with numpy and PyYAML for the gguf writer");
+        sh(Command::new("python3").args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
+        sh(Command::new(&python).args(["-m", "pip", "install", "--quiet", "numpy", "pyyaml"]), "pip install numpy pyyaml")?;
+    }
+    step(&format!("writing the {size} model (seeded random weights)"));
+    let script = crate::workspace_root().join("xtask/python/make_llama_gguf.py");
+    let tmp = out.with_extension("gguf.tmp");
+    sh(
+        Command::new(&python).arg(script).arg(dir.join("gguf-py")).arg(dir.join("ggml-vocab-llama-spm.gguf")).arg(&tmp).arg(size),
+        "make_llama_gguf.py",
+    )?;
+    std::fs::rename(&tmp, out)?;
+    Ok(())
+}
