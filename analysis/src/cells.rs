@@ -16,6 +16,9 @@ use crate::runs::{run_facts, RunFacts};
 pub const PROMPT_TARGET_MARGIN: f64 = 0.10;
 /// How far actual prompt tokens may differ between figures compared: 5 %.
 pub const PROMPT_SPREAD_MARGIN: f64 = 0.05;
+/// How far benchpass's decode rate may be from the server's own before `reconciliation` is
+/// raised: 5 %. On loopback the two agree to well under 1 % (docs/statistics.md).
+pub const RECONCILE_MARGIN: f64 = 0.05;
 /// Runs a band needs.
 pub const MIN_RUNS_FOR_BAND: usize = 3;
 
@@ -92,6 +95,8 @@ pub struct CellStep {
     pub token_count_source: String,
     /// Accepted ÷ proposed draft tokens, where the engine reports them.
     pub spec_acceptance: Option<f64>,
+    /// Median of (benchpass decode rate ÷ the server's own), where the server reports timings.
+    pub reconciliation: Option<f64>,
     /// The engine's peak resident memory over the step's runs, where it was sampled.
     pub server_peak_rss_bytes: Option<u64>,
     /// The lowest and highest median actual prompt tokens among the engines of this cell's
@@ -317,6 +322,18 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         reasons.push(Reason::new(ReasonCode::Nondeterministic, detail));
     }
 
+    let ratios: Vec<f64> = group
+        .iter()
+        .filter(|f| !f.short_stop)
+        .filter_map(|f| Some(f.decode_tps? / f.server_decode_tps.filter(|s| *s > 0.0)?))
+        .collect();
+    let reconciliation = crate::summary::median(&ratios);
+    if let Some(ratio) = reconciliation {
+        if (ratio - 1.0).abs() > RECONCILE_MARGIN {
+            reasons.push(Reason::new(ReasonCode::Reconciliation, format!("benchpass ÷ server = {ratio:.3}")));
+        }
+    }
+
     CellStep {
         pass_id: pass.info.pass_id.clone(),
         machine: pass.info.machine.name.clone(),
@@ -343,6 +360,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         spec_acceptance: (g.draft_n > 0).then(|| g.draft_accepted as f64 / g.draft_n as f64),
         row_prompt_tokens: None,
         server_peak_rss_bytes: group.iter().filter_map(|f| f.server_peak_rss_bytes).max(),
+        reconciliation,
         reasons,
     }
 }

@@ -17,6 +17,7 @@ pub enum ReasonCode {
     Machine,
     Unhashed,
     LowN,
+    Reconciliation,
 }
 
 impl ReasonCode {
@@ -34,6 +35,7 @@ impl ReasonCode {
             ReasonCode::Machine => "machine",
             ReasonCode::Unhashed => "unhashed",
             ReasonCode::LowN => "low-n",
+            ReasonCode::Reconciliation => "reconciliation",
         }
     }
 
@@ -52,6 +54,7 @@ impl ReasonCode {
             ReasonCode::Machine => "the machines differ",
             ReasonCode::Unhashed => "the weights were not hashed on one side, so a change of build cannot be ruled out",
             ReasonCode::LowN => "3 runs a side: the exact test's smallest p-value is 0.10, so the change is called at α = 0.10",
+            ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
         }
     }
 }

@@ -29,6 +29,8 @@ pub struct RunFacts {
     pub draft_n: Option<u64>,
     pub draft_n_accepted: Option<u64>,
     pub server_peak_rss_bytes: Option<u64>,
+    /// The server's own decode rate (llama.cpp `timings.predicted_per_second`).
+    pub server_decode_tps: Option<f64>,
 }
 
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
@@ -58,6 +60,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 draft_n: timing("draft_n"),
                 draft_n_accepted: timing("draft_n_accepted"),
                 server_peak_rss_bytes: run.server_peak_rss_bytes,
+                server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),
             }
         })
         .collect()

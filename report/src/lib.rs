@@ -83,6 +83,7 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         notes => notes,
         spec => view::spec(steps),
         memory => view::memory(steps),
+        reconciliation => view::reconciliation(steps),
         engines => view::engines(pass),
         charts => charts,
         floor_pct => (analysis::band::FLOOR * 100.0).round() as u32,

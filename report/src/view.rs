@@ -360,6 +360,29 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
         .collect()
 }
 
+#[derive(Debug, Serialize)]
+pub struct ReconcileRow {
+    pub cell: String,
+    pub workload: String,
+    pub target: u64,
+    pub ratio: String,
+}
+
+/// benchpass's decode rate against the server's own, where the server reports timings.
+pub fn reconciliation(steps: &[CellStep]) -> Vec<ReconcileRow> {
+    steps
+        .iter()
+        .filter_map(|s| {
+            Some(ReconcileRow {
+                cell: format!("{} · {}", s.engine, s.family),
+                workload: s.workload.as_str().to_owned(),
+                target: s.target_prompt_tokens,
+                ratio: format!("{:.3}", s.reconciliation?),
+            })
+        })
+        .collect()
+}
+
 pub fn spec(steps: &[CellStep]) -> Vec<SpecRow> {
     steps
         .iter()

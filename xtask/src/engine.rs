@@ -10,18 +10,10 @@ use std::process::Command;
 
 use anyhow::Context as _;
 
-/// llama-cpp-python 0.3.36 carries llama.cpp commit 0c1e57098.
-pub const LLAMA_CPP_PYTHON: &str = "0.3.36";
+use harness::installs::LLAMA_CPP_PYTHON;
 
-/// `$BENCHPASS_CACHE_DIR`, else `$XDG_CACHE_HOME/benchpass`, else `~/.cache/benchpass`.
-pub fn cache_root() -> anyhow::Result<PathBuf> {
-    let weights_cache = harness::provenance::HashCache::default_path().context("no cache folder: set BENCHPASS_CACHE_DIR")?;
-    Ok(weights_cache.parent().expect("the cache file sits in the cache folder").to_owned())
-}
-
-/// Where the llama.cpp install lives: portable build (GGML_NATIVE=OFF), so no CPU flags in the key.
-pub fn llama_cpp_dir() -> anyhow::Result<PathBuf> {
-    Ok(cache_root()?.join("engines").join(format!("llama-cpp-{LLAMA_CPP_PYTHON}-{}-portable", std::env::consts::ARCH)))
+fn llama_cpp_dir() -> anyhow::Result<PathBuf> {
+    harness::installs::llama_cpp_dir().context("no cache folder: set BENCHPASS_CACHE_DIR")
 }
 
 pub fn run(args: &[&str]) -> anyhow::Result<()> {

@@ -7,4 +7,5 @@ mod support;
 mod accuracy;
 mod csv_io;
 mod faults;
+mod llama_cpp;
 mod plans;

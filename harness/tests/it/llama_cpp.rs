@@ -1,0 +1,101 @@
+//! A real llama.cpp server (built by `cargo xtask engine install llama-cpp`) with the tiny
+//! seeded model, started and stopped by a plan. Skipped where the install is missing, unless
+//! BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI sets it), where missing is a failure.
+
+use harness::metrics::decode_tps;
+use harness::pass::{read_pass, TokenCountSource, Workload};
+
+use crate::support::*;
+
+fn install() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("BENCHPASS_LLAMA_CPP_DIR").map(Into::into).or_else(harness::installs::llama_cpp_dir)?;
+    if dir.join("bin/llama-server").exists() && dir.join("models/tiny.gguf").exists() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("BENCHPASS_REQUIRE_REAL_ENGINES").as_deref() != Ok("1"),
+        "llama.cpp is not installed at {}: run `cargo xtask engine install llama-cpp`",
+        dir.display()
+    );
+    eprintln!("skipped: no llama.cpp install (cargo xtask engine install llama-cpp)");
+    None
+}
+
+#[test]
+fn a_real_llama_cpp_server_is_measured_and_reconciled_with_its_own_timings() {
+    let Some(dir) = install() else { return };
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let server = dir.join("bin/llama-server");
+    let model = dir.join("models/tiny.gguf");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let plan = tmp.path().join("llama.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+name = "llama-cpp-tiny"
+
+[[engines]]
+name = "llama.cpp"
+preset = "llama-cpp"
+# One thread: with two on a 2-core machine, decode falls several-fold under load.
+start = ["{server}", "-m", "{{weights}}", "--host", "127.0.0.1", "--port", "{{port}}", "-t", "1", "--metrics"]
+port = {port}
+
+[[models]]
+name = "tiny"
+weights = "{model}"
+
+[[cells]]
+engine = "llama.cpp"
+model = "tiny"
+
+[[workloads]]
+kind = "sustained"
+runs = 3
+max_tokens = 64
+
+[[workloads]]
+kind = "prompt-matrix"
+max_tokens = 64
+targets = [{{ tokens = 128, runs = 2 }}, {{ tokens = 512, runs = 1 }}]
+"#,
+            server = server.display(),
+            model = model.display(),
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    assert_eq!(pass.runs.len(), 6);
+
+    let cell = &pass.info.cells[0];
+    // `llama-server --version` names the commit the source package carries.
+    assert!(cell.engine.version.contains("0c1e570"), "{:?}", cell.engine);
+    assert!(cell.engine.version_source.ends_with("llama-server --version"));
+    assert_eq!(cell.engine.sha256.as_deref(), Some(harness::provenance::hash_file(&server, &|_| {}).unwrap().as_str()));
+    assert_eq!(cell.build.files[0].sha256, harness::provenance::hash_file(&model, &|_| {}).unwrap());
+    // The preset turns llama.cpp's prompt cache off for every request.
+    assert_eq!(cell.request_extra.as_ref().unwrap()["cache_prompt"], false);
+
+    for run in &pass.runs {
+        assert_eq!(run.error, None);
+        assert_eq!(run.token_count_source, Some(TokenCountSource::Usage));
+        // The model's EOS row is zeroed: greedy decoding always reaches the cap.
+        assert_eq!((run.completion_tokens, run.finish_reason.as_deref()), (Some(64), Some("length")));
+        let timings = run.timings.as_ref().expect("llama.cpp sends timings");
+        // With the prompt cache off, the server processed every prompt token it counted.
+        assert_eq!(run.prompt_tokens, timings["prompt_n"].as_u64());
+        let ours = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
+        let theirs = timings["predicted_per_second"].as_f64().unwrap();
+        assert!((ours / theirs - 1.0).abs() < 0.05, "benchpass {ours:.1} tok/s, server {theirs:.1}");
+        assert!(run.server_peak_rss_bytes.is_some_and(|b| b > 10 << 20), "the model alone is 35 MB");
+        if run.workload == Workload::PromptMatrix {
+            // The chat template adds tokens to the cut prompt; the actual count is recorded.
+            assert!(run.prompt_tokens.unwrap() >= run.target_prompt_tokens);
+        }
+    }
+}
