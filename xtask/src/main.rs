@@ -14,8 +14,9 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  demo [--out DIR]        start the reference engine, run a short seed-shaped pass against it,
-                          render its report, and print where everything is
+  demo [--engine sim|llama-cpp] [--out DIR]
+                          start the reference engine (or the installed llama.cpp server), run a
+                          short seed-shaped pass, render its report, print where everything is
   report PASS [--out DIR] report.md, report.html, charts/*.svg and leaderboard.csv
                           (default DIR: reports/<pass id>/)
   diff PASS_A PASS_B --out FILE
