@@ -279,3 +279,36 @@ fn a_server_that_goes_away_mid_pass_leaves_connect_errors_and_a_complete_pass() 
     assert_eq!(classes[0].as_deref(), Some("stream-broken"), "{classes:?}");
     assert!(classes[1..].iter().all(|c| c.as_deref() == Some("connect")), "{classes:?}");
 }
+
+#[test]
+fn a_newer_schema_or_a_corrupt_pass_json_is_one_clear_line() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    run_pass(&sim, &out, &["--runs", "1", "--max-tokens", "4"]);
+    let pass_json = out.join(harness::pass::PASS_FILE);
+    let text = std::fs::read_to_string(&pass_json).unwrap();
+
+    std::fs::write(&pass_json, text.replace("\"schema_version\": 1", "\"schema_version\": 99")).unwrap();
+    let output = benchpass(&["export", out.to_str().unwrap(), "--out", "-"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("pass.json: schema version 99 is newer than this benchpass reads (1); upgrade benchpass"), "{stderr}");
+
+    std::fs::write(&pass_json, &text[..text.len() / 2]).unwrap();
+    let stderr = String::from_utf8_lossy(&benchpass(&["export", out.to_str().unwrap(), "--out", "-"]).stderr).into_owned();
+    assert!(stderr.contains("pass.json: not a benchpass pass.json"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_missing_weight_file_is_named_before_anything_runs() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = benchpass(&["run", "--url", &sim.url, "--model", "m", "--weights", "/nonexistent/model.gguf", "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("weights /nonexistent/model.gguf: cannot open"), "{stderr}");
+    assert!(!out.exists(), "no half-written pass");
+}
