@@ -326,3 +326,58 @@ fn a_pass_killed_mid_cell_resumes_without_repeating_a_run() {
     assert!(after.info.cells[0].restarted_on_resume);
     assert!(!after.info.cells[1].restarted_on_resume);
 }
+
+#[test]
+fn kill_9_at_many_points_then_resume_loses_and_repeats_nothing() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = seed_like_plan(tmp.path());
+    // 64 tokens at 500 tok/s: a run takes ~130 ms, so kills land before, inside and between runs.
+    let text = std::fs::read_to_string(&plan).unwrap().replace("\"--decode-tps\", \"2000\"", "\"--decode-tps\", \"500\"");
+    std::fs::write(&plan, text).unwrap();
+    let out = tmp.path().join("pass");
+    let run_args = |resume: bool| {
+        let mut args = vec!["run".to_owned(), plan.display().to_string(), "--gap-scale".into(), "0".into(), "--progress".into(), "quiet".into()];
+        args.extend(if resume { ["--resume".to_owned(), out.display().to_string()] } else { ["--out".to_owned(), out.display().to_string()] });
+        args
+    };
+    // Seeded kill points (ms after start); the first attempt creates the pass.
+    let mut state = 0x5EEDu64;
+    let mut kills = 0;
+    for attempt in 0..6 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let delay = 300 + (state >> 33) % 900;
+        let resume = attempt > 0 && out.join(harness::pass::PASS_FILE).exists();
+        let mut child = std::process::Command::new(BENCHPASS)
+            .args(run_args(resume))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        child.wait().unwrap();
+        // Whatever the kill interrupted, the pass on disk reads.
+        if out.join(harness::pass::PASS_FILE).exists() {
+            read_pass(&out).unwrap();
+        }
+    }
+    assert!(kills >= 3, "the kills landed mid-pass ({kills})");
+    let finish = benchpass(&run_args(out.join(harness::pass::PASS_FILE).exists()).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(finish.status.success(), "{}", String::from_utf8_lossy(&finish.stderr));
+
+    let pass = read_pass(&out).unwrap();
+    assert_eq!(pass.info.status, harness::pass::PassStatus::Complete);
+    assert!(pass.torn_tail.is_none());
+    let mut places: Vec<String> =
+        pass.runs.iter().map(|r| format!("{} {:?} {} {} {}", r.cell, r.workload, r.target_prompt_tokens, r.rep, r.warmup)).collect();
+    let n = places.len();
+    places.sort();
+    places.dedup();
+    assert_eq!(places.len(), n, "no run was recorded twice");
+    assert_eq!(n, 18, "2 cells × 9 runs, none lost");
+    assert!(pass.runs.iter().all(|r| r.error.is_none()), "every engine left behind was stopped before its cell ran again");
+}
