@@ -19,8 +19,22 @@ pub const PROMPT_SPREAD_MARGIN: f64 = 0.05;
 /// How far benchpass's decode rate may be from the server's own before `reconciliation` is
 /// raised: 5 %. On loopback the two agree to well under 1 % (docs/statistics.md).
 pub const RECONCILE_MARGIN: f64 = 0.05;
+/// How far the decode rate must fall from the first run to the last, every run slower than
+/// the one before, for `drift`: 5 %.
+pub const DRIFT_MARGIN: f64 = 0.05;
 /// Runs a band needs.
 pub const MIN_RUNS_FOR_BAND: usize = 3;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_a_steady_fall_beyond_the_margin_is_drift() {
+        assert!(super::falling(&[100.0, 97.0, 94.0]).is_some(), "−6 %, every run slower");
+        assert!(super::falling(&[100.0, 98.0, 96.0]).is_none(), "−4 % is inside the margin");
+        assert!(super::falling(&[100.0, 90.0, 92.0]).is_none(), "not monotone: scatter");
+        assert!(super::falling(&[100.0, 90.0]).is_none(), "two runs make no trend");
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MetricKind {
@@ -322,6 +336,14 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         reasons.push(Reason::new(ReasonCode::Nondeterministic, detail));
     }
 
+    // Run order: repetitions as recorded (warmups are already out).
+    let mut in_order: Vec<(u32, f64)> =
+        group.iter().filter(|f| !f.short_stop).filter_map(|f| Some((f.rep, f.decode_tps?))).collect();
+    in_order.sort_by_key(|(rep, _)| *rep);
+    if let Some(detail) = falling(&in_order.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
+        reasons.push(Reason::new(ReasonCode::Drift, detail));
+    }
+
     let ratios: Vec<f64> = group
         .iter()
         .filter(|f| !f.short_stop)
@@ -363,6 +385,18 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         reconciliation,
         reasons,
     }
+}
+
+/// Three or more rates, each below the one before, the last more than [`DRIFT_MARGIN`] under
+/// the first: a trend, not scatter (a random order of 3 is strictly falling 1 time in 6, and
+/// the margin keeps sub-noise slides out).
+fn falling(rates: &[f64]) -> Option<String> {
+    if rates.len() < 3 || !rates.windows(2).all(|w| w[1] < w[0]) {
+        return None;
+    }
+    let (first, last) = (rates[0], rates[rates.len() - 1]);
+    let drop = (first - last) / first;
+    (drop > DRIFT_MARGIN).then(|| format!("{first:.1} → {last:.1} tok/s over {} runs, −{:.1}%", rates.len(), drop * 100.0))
 }
 
 /// At temperature 0, the same prompt should give the same text; several outputs for one

@@ -18,6 +18,7 @@ pub enum ReasonCode {
     Unhashed,
     LowN,
     Reconciliation,
+    Drift,
 }
 
 impl ReasonCode {
@@ -36,6 +37,7 @@ impl ReasonCode {
             ReasonCode::Unhashed => "unhashed",
             ReasonCode::LowN => "low-n",
             ReasonCode::Reconciliation => "reconciliation",
+            ReasonCode::Drift => "drift",
         }
     }
 
@@ -54,6 +56,7 @@ impl ReasonCode {
             ReasonCode::Machine => "the machines differ",
             ReasonCode::Unhashed => "the weights were not hashed on one side, so a change of build cannot be ruled out",
             ReasonCode::LowN => "3 runs a side: the exact test's smallest p-value is 0.10, so the change is called at α = 0.10",
+            ReasonCode::Drift => "the decode rate fell run after run: thermal throttling or a warming cache, not noise",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
         }
     }

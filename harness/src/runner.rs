@@ -424,8 +424,8 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let started = tokio::time::Instant::now();
     let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body).await;
     let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
-    if let Some(wait) = outcome.retry_after {
-        // The server asked for a pause (429/503): the next request honours it.
+    if let Some(wait) = outcome.retry_after.filter(|_| matches!(outcome.http_status, Some(429 | 503))) {
+        // The server asked for a pause: the next request from this stream honours it.
         tokio::time::sleep(wait).await;
     }
     let times = metrics::event_times(&outcome.events);

@@ -13,9 +13,11 @@ usage: make_mlx_model.py CORPUS.txt OUT_DIR SIZE   (SIZE: tiny or small)
 import json
 import os
 import sys
+import unicodedata
 from pathlib import Path
 
-# Set before tokenizers is imported: its thread pool reads them once, at first use.
+# One thread, so that merge order cannot depend on scheduling. Set before tokenizers is
+# imported: its thread pool reads them once, at first use.
 os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
@@ -64,9 +66,10 @@ def train_tokenizer(corpus: str, vocab_size: int):
 
 
 def unsafe_token_ids(tokenizer) -> list:
-    """Ids that greedy decoding must never pick: special tokens, and tokens whose bytes are not
-    complete UTF-8 text on their own or are a lone space, which mlx-lm's streaming detokenizer
-    holds back until the next token (a token would then send no text)."""
+    """Ids that greedy decoding must never pick: special tokens; tokens whose bytes are not
+    complete UTF-8 text on their own, or are a lone space, which mlx-lm's streaming detokenizer
+    holds back until the next token (that token would then send no text); and tokens with
+    control characters other than newline and tab, which no client wants to print."""
     from tokenizers import pre_tokenizers
 
     byte_of = {ch: b for b, ch in enumerate(_byte_level_chars(pre_tokenizers))}
@@ -75,13 +78,12 @@ def unsafe_token_ids(tokenizer) -> list:
         if token in (BOS, EOS, UNK):
             ids.append(token_id)
             continue
-        raw = bytes(byte_of[ch] for ch in token)
         try:
-            raw.decode("utf-8")
+            text = bytes(byte_of[ch] for ch in token).decode("utf-8")
         except UnicodeDecodeError:
             ids.append(token_id)
             continue
-        if raw == b" ":
+        if text == " " or any(unicodedata.category(c) == "Cc" and c not in "\n\t" for c in text):
             ids.append(token_id)
     return sorted(ids)
 
@@ -89,7 +91,7 @@ def unsafe_token_ids(tokenizer) -> list:
 def _byte_level_chars(pre_tokenizers) -> list:
     # GPT-2's byte-to-character table: printable bytes map to themselves, the rest to U+0100 on.
     # Checked against the library's alphabet so that a different table fails loudly here.
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    printable = set(range(0x21, 0x7E + 1)) | set(range(0xA1, 0xAC + 1)) | set(range(0xAE, 0xFF + 1))
     chars, extra = [], 0
     for b in range(256):
         if b in printable:
@@ -126,7 +128,8 @@ def main() -> None:
 
     def weights(*shape):
         # (out, in) like torch's Linear; scaled so that activations keep about unit variance.
-        return (rng.standard_normal(shape, dtype=np.float32) * (1.0 / np.sqrt(shape[-1]))).astype(np.float32)
+        scale = np.float32(1.0 / np.sqrt(shape[-1]))
+        return rng.standard_normal(shape, dtype=np.float32) * scale
 
     def ones(n):
         return np.ones(n, dtype=np.float32)
@@ -148,6 +151,7 @@ def main() -> None:
     lm_head[unsafe_token_ids(tokenizer)] = 0.0
     lm_head[n_tokens:] = 0.0
     tensors["lm_head.weight"] = lm_head
+    # The "pt" tag lets transformers read the file as well; mlx-lm ignores it.
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
 
     write_json(
@@ -186,14 +190,19 @@ def main() -> None:
             "chat_template": CHAT_TEMPLATE,
         },
     )
-    write_json(out / "special_tokens_map.json", {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK})
+    write_json(
+        out / "special_tokens_map.json", {"bos_token": BOS, "eos_token": EOS, "unk_token": UNK}
+    )
     write_json(
         out / "generation_config.json",
         {"bos_token_id": bos_id, "eos_token_id": eos_id, "do_sample": False},
     )
 
     n_params = sum(t.size for t in tensors.values())
-    print(f"{out}: {size}, {n_params / 1e6:.1f} M parameters, {n_tokens} tokens, vocab_size {vocab_size}")
+    print(
+        f"{out}: {size}, {n_params / 1e6:.1f} M parameters, "
+        f"{n_tokens} tokens, vocab_size {vocab_size}"
+    )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,12 @@ impl PassWriter {
             let file = OpenOptions::new().write(true).open(&runs_path).map_err(io(&runs_path))?;
             file.set_len(len - torn.bytes as u64).map_err(io(&runs_path))?;
         }
-        let runs = OpenOptions::new().append(true).open(&runs_path).map_err(io(&runs_path))?;
+        let mut runs = OpenOptions::new().append(true).open(&runs_path).map_err(io(&runs_path))?;
+        // A whole record whose newline never made it to disk: end its line before appending.
+        let text = std::fs::read(&runs_path).map_err(io(&runs_path))?;
+        if text.last().is_some_and(|&b| b != b'\n') {
+            runs.write_all(b"\n").map_err(io(&runs_path))?;
+        }
         Ok(PassWriter { dir: dir.to_owned(), runs, n_runs: pass.runs.len() })
     }
 
@@ -134,20 +139,21 @@ pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
     let mut reader = BufReader::new(file);
     let mut runs = Vec::new();
     let mut torn_tail = None;
-    let mut line = String::new();
+    // Bytes, not text: a kill can cut a line inside a multi-byte character.
+    let mut line = Vec::new();
     let mut number = 0;
     loop {
         line.clear();
-        let read = reader.read_line(&mut line).map_err(io(&runs_path))?;
+        let read = reader.read_until(b'\n', &mut line).map_err(io(&runs_path))?;
         if read == 0 {
             break;
         }
         number += 1;
-        let complete = line.ends_with('\n');
-        if line.trim().is_empty() {
+        let complete = line.ends_with(b"\n");
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<RunRecord>(&line) {
+        match serde_json::from_slice::<RunRecord>(&line) {
             Ok(run) => runs.push(run),
             // Only the last line can be torn: a writer that died mid-append leaves no newline.
             Err(_) if !complete => torn_tail = Some(TornTail { line: number, bytes: line.len() }),

@@ -79,21 +79,25 @@ pub struct Engine {
 async fn stop_orphan(pid_file: &Path, program: &str) {
     let Ok(text) = std::fs::read_to_string(pid_file) else { return };
     let Ok(pid) = text.trim().parse::<u32>() else { return };
-    let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // Only the very process benchpass started: its command line starts with the same program.
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    if name.is_empty() || !String::from_utf8_lossy(&cmdline).contains(&name) {
+    let first = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    if first != program.as_bytes() {
         let _ = std::fs::remove_file(pid_file);
         return;
     }
     eprintln!("stopping engine process {pid}, left running by an interrupted pass");
     let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let gone = || !Path::new(&format!("/proc/{pid}")).exists();
     for _ in 0..100 {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        if gone() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    if !gone() {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
     let _ = std::fs::remove_file(pid_file);
 }
 

@@ -343,7 +343,14 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 break 'cells;
             }
             last_workload = Some(*w);
-            let mut jobs = runner::cut_jobs(std::slice::from_ref(step), false, &http, &facts.counter).await?;
+            let mut jobs = match runner::cut_jobs(std::slice::from_ref(step), false, &http, &facts.counter).await {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    // The engine may have died mid-cell: its remaining runs are recorded as failed.
+                    record_not_run(&mut writer, &progress, &mut summary, cell_id, std::slice::from_ref(step), &done, "prompt-cut", &format!("{e:#}"))?;
+                    continue;
+                }
+            };
             jobs.retain(|j| !done.contains(&(cell_id.clone(), j.workload, j.target, j.rep, j.warmup)));
             if jobs.is_empty() {
                 continue;

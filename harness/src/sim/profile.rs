@@ -84,9 +84,10 @@ pub enum Fault {
     CrashMidStream,
     /// Headers and the role event, then nothing: no first token ever comes.
     HangBeforeFirstToken,
-    /// An event whose JSON is cut short, after `fault_after_tokens` tokens.
+    /// An event whose JSON is cut short, sent before every event from `fault_after_tokens` on.
     TruncatedJson,
-    /// A line that is not SSE at all (`garbage without a field`), after `fault_after_tokens` tokens.
+    /// A line that is not SSE at all (`garbage without a field`), sent before every event from
+    /// `fault_after_tokens` on.
     MalformedSseLine,
     /// The reply is labelled `text/plain`, not `text/event-stream`.
     WrongContentType,

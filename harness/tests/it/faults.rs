@@ -312,3 +312,32 @@ fn a_missing_weight_file_is_named_before_anything_runs() {
     assert!(stderr.contains("weights /nonexistent/model.gguf: cannot open"), "{stderr}");
     assert!(!out.exists(), "no half-written pass");
 }
+
+#[test]
+fn a_line_cut_inside_a_character_is_a_torn_tail_and_resume_ends_a_line_left_open() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    run_pass(&sim, &out, &["--runs", "2", "--max-tokens", "4"]);
+    let runs = out.join(RUNS_FILE);
+    let mut bytes = std::fs::read(&runs).unwrap();
+    // Half of "é" (0xC3 0xA9): not UTF-8, and no newline.
+    bytes.extend_from_slice(b"{\"cell\":\"c0\",\"text\":\"caf\xC3");
+    std::fs::write(&runs, &bytes).unwrap();
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!((pass.runs.len(), pass.torn_tail.as_ref().map(|t| t.line)), (2, Some(3)));
+
+    // Reopening for a resume cuts the torn line, so the next record starts a line of its own.
+    let mut writer = harness::pass::PassWriter::reopen(&out).unwrap();
+    writer.append(&pass.runs[0]).unwrap();
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!((pass.runs.len(), pass.torn_tail), (3, None));
+
+    // A whole record whose newline was lost: reopening ends its line first.
+    let mut text = std::fs::read_to_string(&runs).unwrap();
+    text.pop();
+    std::fs::write(&runs, text).unwrap();
+    let mut writer = harness::pass::PassWriter::reopen(&out).unwrap();
+    writer.append(&pass.runs[0]).unwrap();
+    assert_eq!(harness::pass::read_pass(&out).unwrap().runs.len(), 4);
+}
