@@ -16,3 +16,11 @@ pub fn cache_root() -> Option<PathBuf> {
 pub fn llama_cpp_dir() -> Option<PathBuf> {
     Some(cache_root()?.join("engines").join(format!("llama-cpp-{LLAMA_CPP_PYTHON}-{}-portable", std::env::consts::ARCH)))
 }
+
+/// The mlx-lm version `cargo xtask engine install mlx-lm` pins (MLX's Linux CPU backend).
+pub const MLX_LM: &str = "0.32.2";
+
+/// The mlx-lm install folder: `venv/bin/mlx_lm.server`, `models/{tiny,small}/`, `hf-cache/`.
+pub fn mlx_lm_dir() -> Option<PathBuf> {
+    Some(cache_root()?.join("engines").join(format!("mlx-lm-{MLX_LM}-{}-cpu", std::env::consts::ARCH)))
+}

@@ -3,7 +3,8 @@
 //! whole llama.cpp tree (server, vocab-only GGUF files, the gguf Python package); cmake builds
 //! `llama-server` from it, and `make_llama_gguf.py` writes seeded random-weight models on the
 //! shipped vocabulary. Everything lands in a per-user cache keyed by version and is reused by
-//! every later run, CI included.
+//! every later run, CI included. `cargo xtask engine install mlx-lm` does the same for mlx-lm
+//! on MLX's Linux CPU backend.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,11 +24,16 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
             println!("{}", dir.display());
             Ok(())
         }
+        ["install", "mlx-lm"] => {
+            let dir = install_mlx_lm()?;
+            println!("{}", dir.display());
+            Ok(())
+        }
         ["path", "llama-cpp"] => {
             println!("{}", llama_cpp_dir()?.display());
             Ok(())
         }
-        _ => anyhow::bail!("usage: cargo xtask engine install llama-cpp | cargo xtask engine path llama-cpp"),
+        _ => anyhow::bail!("usage: cargo xtask engine install llama-cpp|mlx-lm | cargo xtask engine path llama-cpp"),
     }
 }
 
@@ -133,4 +139,37 @@ fn make_model(dir: &Path, size: &str, out: &Path) -> anyhow::Result<()> {
     )?;
     std::fs::rename(&tmp, out)?;
     Ok(())
+}
+
+/// mlx-lm on MLX's Linux CPU backend, in its own virtual environment, with tiny and small
+/// model folders made from the project's corpus (seeded weights, a BPE tokenizer trained here).
+pub fn install_mlx_lm() -> anyhow::Result<PathBuf> {
+    use harness::installs::MLX_LM;
+    let dir = harness::installs::mlx_lm_dir().context("no cache folder: set BENCHPASS_CACHE_DIR")?;
+    let python = dir.join("venv/bin/python");
+    if !dir.join("venv/bin/mlx_lm.server").exists() {
+        step(&format!("installing mlx-lm {MLX_LM} with MLX's CPU backend (about a minute)"));
+        let _ = std::fs::remove_dir_all(dir.join("venv"));
+        std::fs::create_dir_all(&dir)?;
+        sh(Command::new("python3").args(["-m", "venv"]).arg(dir.join("venv")), "python3 -m venv")?;
+        sh(Command::new(&python).args(["-m", "pip", "install", "--quiet"]).arg(format!("mlx-lm[cpu]=={MLX_LM}")), "pip install mlx-lm[cpu]")?;
+    }
+    // mlx-lm's /v1/models fails without an existing Hugging Face cache folder, even offline.
+    std::fs::create_dir_all(dir.join("hf-cache"))?;
+    let corpus = crate::workspace_root().join("data/corpus/corpus.txt");
+    for size in ["tiny", "small"] {
+        let model = dir.join("models").join(size);
+        if model.join("model.safetensors").exists() {
+            continue;
+        }
+        step(&format!("writing the {size} MLX model (seeded weights, tokenizer trained on the corpus)"));
+        let tmp = dir.join("models").join(format!("{size}.tmp"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        sh(
+            Command::new(&python).arg(crate::workspace_root().join("xtask/python/make_mlx_model.py")).arg(&corpus).arg(&tmp).arg(size),
+            "make_mlx_model.py",
+        )?;
+        std::fs::rename(&tmp, &model)?;
+    }
+    Ok(dir)
 }

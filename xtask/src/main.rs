@@ -23,9 +23,10 @@ tasks:
                           what changed from A to B; Markdown, HTML or CSV by FILE's extension
   leaderboard PASS... --out FILE.csv
                           one leaderboard over several passes
-  engine install llama-cpp
-                          build llama.cpp's server from the llama-cpp-python source package and
-                          make tiny and small models; cached and reused (engine path llama-cpp)
+  engine install llama-cpp|mlx-lm
+                          llama.cpp's server built from the llama-cpp-python source package, or
+                          mlx-lm on MLX's CPU backend, with tiny and small models made here;
+                          cached and reused
   bench client [--quick]  client CPU time per streamed token and timing error at 1, 32 and
                           256 concurrent streams against the reference engine (release build)
   bench leaderboard [--passes N]

@@ -8,4 +8,5 @@ mod accuracy;
 mod csv_io;
 mod faults;
 mod llama_cpp;
+mod mlx_lm;
 mod plans;
