@@ -2,8 +2,9 @@
 //! engine stands in for a real one; the pass is shaped like the seed protocol (sustained runs,
 //! then a prompt-size matrix), shortened so that it takes about half a minute.
 //!
-//! `cargo xtask demo --engine llama-cpp` does the same with the real llama.cpp server that
-//! `cargo xtask engine install llama-cpp` built, on its tiny and small models, through a plan.
+//! `cargo xtask demo --engine llama-cpp` (or `mlx-lm`, or both: `llama-cpp,mlx-lm`) does the
+//! same with the real engines `cargo xtask engine install` put in the cache, each on its tiny
+//! and small models, through a plan.
 
 use std::path::PathBuf;
 
@@ -16,7 +17,7 @@ use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
 use harness::sim::SimProfile;
 
-const USAGE: &str = "usage: cargo xtask demo [--engine sim|llama-cpp] [--out DIR]";
+const USAGE: &str = "usage: cargo xtask demo [--engine sim|llama-cpp|mlx-lm|llama-cpp,mlx-lm] [--out DIR]";
 
 pub fn run(args: &[&str]) -> anyhow::Result<()> {
     let mut out = None;
@@ -33,8 +34,7 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     anyhow::ensure!(rest.is_empty(), "{USAGE}");
     match engine {
         "sim" => sim_demo(out),
-        "llama-cpp" => llama_cpp_demo(out),
-        other => anyhow::bail!("no demo engine `{other}`: sim or llama-cpp\n{USAGE}"),
+        list => real_demo(&list.split(',').collect::<Vec<_>>(), out),
     }
 }
 
@@ -56,63 +56,91 @@ fn finish(pass_dir: &std::path::Path, out: Option<&PathBuf>) -> anyhow::Result<(
     Ok(())
 }
 
-fn llama_cpp_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
-    let dir = harness::installs::llama_cpp_dir().context("no cache folder: set BENCHPASS_CACHE_DIR")?;
-    let server = dir.join("bin/llama-server");
-    anyhow::ensure!(
-        server.exists() && dir.join("models/small.gguf").exists(),
-        "llama.cpp is not installed at {}: run `cargo xtask engine install llama-cpp` first (about 10 minutes, once)",
-        dir.display()
+/// The installed real engines as plan entries: (the [[engines]] entry, model entries, cells).
+fn engine_entries(engine: &str, port: u16) -> anyhow::Result<(String, String, String)> {
+    let models_and_cells = |dir: &std::path::Path, name: &str, path_of: &dyn Fn(&str) -> String, default_model_id: bool| {
+        let mut models = String::new();
+        let mut cells = String::new();
+        for size in ["tiny", "small"] {
+            let id = if default_model_id { "id = \"default_model\"\n".to_owned() } else { String::new() };
+            models.push_str(&format!(
+                "[[models]]\nname = \"{name}-{size}\"\nfamily = \"benchpass-{size}\"\nweights = \"{}\"\n{id}\n",
+                path_of(size)
+            ));
+            cells.push_str(&format!("[[cells]]\nengine = \"{name}\"\nmodel = \"{name}-{size}\"\n\n"));
+        }
+        let _ = dir;
+        (models, cells)
+    };
+    match engine {
+        "llama-cpp" => {
+            let dir = harness::installs::llama_cpp_dir().context("no cache folder: set BENCHPASS_CACHE_DIR")?;
+            anyhow::ensure!(
+                dir.join("models/small.gguf").exists(),
+                "llama.cpp is not installed at {}: run `cargo xtask engine install llama-cpp` first (about 10 minutes, once)",
+                dir.display()
+            );
+            let engine = format!(
+                "[[engines]]\nname = \"llama.cpp\"\npreset = \"llama-cpp\"\n\
+                 # One thread: with two on a 2-core machine, decode falls several-fold under load.\n\
+                 start = [\"{}\", \"-m\", \"{{weights}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"-t\", \"1\", \"--metrics\"]\nport = {port}\n\n",
+                dir.join("bin/llama-server").display()
+            );
+            let path_of = |size: &str| dir.join(format!("models/{size}.gguf")).display().to_string();
+            let (models, cells) = models_and_cells(&dir, "llama.cpp", &path_of, false);
+            Ok((engine, models, cells))
+        }
+        "mlx-lm" => {
+            let dir = harness::installs::mlx_lm_dir().context("no cache folder: set BENCHPASS_CACHE_DIR")?;
+            anyhow::ensure!(
+                dir.join("models/small/model.safetensors").exists(),
+                "mlx-lm is not installed at {}: run `cargo xtask engine install mlx-lm` first (about a minute, once)",
+                dir.display()
+            );
+            let engine = format!(
+                "[[engines]]\nname = \"mlx-lm\"\npreset = \"mlx-lm\"\n\
+                 start = [\"{}\", \"--model\", \"{{weights}}\", \"--host\", \"127.0.0.1\", \"--port\", \"{{port}}\", \"--prompt-cache-size\", \"0\"]\nport = {port}\n\
+                 version_command = [\"{}\", \"-c\", \"import mlx_lm; print(mlx_lm.__version__)\"]\n\
+                 env = {{ HF_HUB_OFFLINE = \"1\", HF_HUB_CACHE = \"{}\" }}\n\n",
+                dir.join("venv/bin/mlx_lm.server").display(),
+                dir.join("venv/bin/python").display(),
+                dir.join("hf-cache").display()
+            );
+            // mlx-lm serves the --model model under the name `default_model` (any other name it
+            // would try to fetch), which also keeps machine paths out of the pass.
+            let path_of = |size: &str| dir.join(format!("models/{size}")).display().to_string();
+            let (models, cells) = models_and_cells(&dir, "mlx-lm", &path_of, true);
+            Ok((engine, models, cells))
+        }
+        other => anyhow::bail!("no demo engine `{other}`: sim, llama-cpp, mlx-lm, or a comma-separated list of the real ones"),
+    }
+}
+
+/// The real engines named, each on its tiny and small model, through a plan: stopped, started
+/// fresh, measured, stopped, cell by cell.
+fn real_demo(engines: &[&str], out: Option<PathBuf>) -> anyhow::Result<()> {
+    let mut plan_text = String::from("# Written by `cargo xtask demo`.\nname = \"demo-real\"\n\n");
+    let (mut models, mut cells) = (String::new(), String::new());
+    for engine in engines {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let (e, m, c) = engine_entries(engine, port)?;
+        plan_text.push_str(&e);
+        models.push_str(&m);
+        cells.push_str(&c);
+    }
+    plan_text.push_str(&models);
+    plan_text.push_str(&cells);
+    plan_text.push_str(
+        "[[workloads]]\nkind = \"sustained\"\nruns = 3\nmax_tokens = 128\n\n\
+         [[workloads]]\nkind = \"prompt-matrix\"\nmax_tokens = 128\n\
+         targets = [{ tokens = 128, runs = 3 }, { tokens = 2048, runs = 2 }]\n",
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let pass_id = format!("demo-llama-cpp-{}", stamp());
+    // Not `demo-…`: a real pass is worth keeping (git ignores the reference-engine demos only).
+    let pass_id = format!("{}-{}", engines.join("-").replace('.', ""), stamp());
     let pass_dir = out.as_ref().map_or_else(|| crate::workspace_root().join("data/passes").join(&pass_id), |d| d.join("pass"));
-    let plan_text = format!(
-        r#"# Written by `cargo xtask demo --engine llama-cpp`.
-name = "demo-llama-cpp"
-
-[[engines]]
-name = "llama.cpp"
-preset = "llama-cpp"
-# One thread: with two on a 2-core machine, decode falls several-fold under load.
-start = ["{server}", "-m", "{{weights}}", "--host", "127.0.0.1", "--port", "{{port}}", "-t", "1", "--metrics"]
-port = {port}
-
-[[models]]
-name = "tiny"
-family = "benchpass-tiny"
-weights = "{tiny}"
-
-[[models]]
-name = "small"
-family = "benchpass-small"
-weights = "{small}"
-
-[[cells]]
-engine = "llama.cpp"
-model = "tiny"
-
-[[cells]]
-engine = "llama.cpp"
-model = "small"
-
-[[workloads]]
-kind = "sustained"
-runs = 3
-max_tokens = 128
-
-[[workloads]]
-kind = "prompt-matrix"
-max_tokens = 128
-targets = [{{ tokens = 128, runs = 3 }}, {{ tokens = 2048, runs = 2 }}]
-"#,
-        server = server.display(),
-        tiny = dir.join("models/tiny.gguf").display(),
-        small = dir.join("models/small.gguf").display(),
-    );
     let scratch = std::env::temp_dir().join(format!("benchpass-{pass_id}"));
     std::fs::create_dir_all(&scratch)?;
-    let plan_path = scratch.join("demo-llama-cpp.toml");
+    let plan_path = scratch.join("demo.toml");
     std::fs::write(&plan_path, plan_text)?;
     let plan = harness::plan::load(&plan_path).map_err(|errors| {
         anyhow::anyhow!("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))

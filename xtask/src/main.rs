@@ -14,9 +14,9 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  demo [--engine sim|llama-cpp] [--out DIR]
-                          start the reference engine (or the installed llama.cpp server), run a
-                          short seed-shaped pass, render its report, print where everything is
+  demo [--engine sim|llama-cpp|mlx-lm|llama-cpp,mlx-lm] [--out DIR]
+                          start the reference engine (or installed real engines), run a short
+                          seed-shaped pass, render its report, print where everything is
   report PASS [--out DIR] report.md, report.html, charts/*.svg and leaderboard.csv
                           (default DIR: reports/<pass id>/)
   diff PASS_A PASS_B --out FILE

@@ -283,7 +283,9 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         if let Some(argv) = command {
             if let Some(v) = lifecycle::version_from_command(&argv) {
                 version = v;
-                version_source = argv.join(" ");
+                // The program by name: its hash identifies it; a local path would only leak.
+                let program = std::path::Path::new(&argv[0]).file_name().map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned());
+                version_source = std::iter::once(program).chain(argv[1..].iter().cloned()).collect::<Vec<_>>().join(" ");
             }
         } else if let VersionFrom::Endpoint { path, pointer } = preset.version {
             let url = format!("{base}{path}");

@@ -75,7 +75,7 @@ targets = [{{ tokens = 128, runs = 2 }}, {{ tokens = 512, runs = 1 }}]
     let cell = &pass.info.cells[0];
     // `llama-server --version` names the commit the source package carries.
     assert!(cell.engine.version.contains("0c1e570"), "{:?}", cell.engine);
-    assert!(cell.engine.version_source.ends_with("llama-server --version"));
+    assert_eq!(cell.engine.version_source, "llama-server --version", "the program by name, not its path");
     assert_eq!(cell.engine.sha256.as_deref(), Some(harness::provenance::hash_file(&server, &|_| {}).unwrap().as_str()));
     assert_eq!(cell.build.files[0].sha256, harness::provenance::hash_file(&model, &|_| {}).unwrap());
     // The preset turns llama.cpp's prompt cache off for every request.

@@ -42,8 +42,8 @@ env = {{ HF_HUB_OFFLINE = "1", HF_HUB_CACHE = "{hf_cache}" }}
 
 [[models]]
 name = "tiny"
-# mlx-lm serves the model whose name matches --model; any other name it tries to fetch.
-id = "{model}"
+# mlx-lm serves the --model model as `default_model`; any other name it tries to fetch.
+id = "default_model"
 weights = "{model}"
 
 [[cells]]
