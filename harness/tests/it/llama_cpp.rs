@@ -1,4 +1,4 @@
-//! A real llama.cpp server (built by `cargo xtask engine install llama-cpp`) with the tiny
+//! A real llama.cpp server (built by `cargo xtask engine install llama-cpp`) with the small
 //! seeded model, started and stopped by a plan. Skipped where the install is missing, unless
 //! BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI sets it), where missing is a failure.
 
@@ -8,17 +8,8 @@ use harness::pass::{read_pass, TokenCountSource, Workload};
 use crate::support::*;
 
 fn install() -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("BENCHPASS_LLAMA_CPP_DIR").map(Into::into).or_else(harness::installs::llama_cpp_dir)?;
-    if dir.join("bin/llama-server").exists() && dir.join("models/tiny.gguf").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("BENCHPASS_REQUIRE_REAL_ENGINES").as_deref() != Ok("1"),
-        "llama.cpp is not installed at {}: run `cargo xtask engine install llama-cpp`",
-        dir.display()
-    );
-    eprintln!("skipped: no llama.cpp install (cargo xtask engine install llama-cpp)");
-    None
+    let dir = std::env::var_os("BENCHPASS_LLAMA_CPP_DIR").map(Into::into).or_else(harness::installs::llama_cpp_dir);
+    real_engine("llama-cpp", dir, &["bin/llama-server", "models/small.gguf"])
 }
 
 #[test]
@@ -27,14 +18,17 @@ fn a_real_llama_cpp_server_is_measured_and_reconciled_with_its_own_timings() {
     let _one_at_a_time = engine_lock();
     let tmp = temp_dir();
     let server = dir.join("bin/llama-server");
-    let model = dir.join("models/tiny.gguf");
+    // The small model: at ~150 tok/s a 64-token decode spans ~0.4 s, long enough for timing
+    // noise on a loaded 2-core machine to stay far below the 5 % reconciliation margin (the
+    // tiny model's ~1700 tok/s spans 37 ms).
+    let model = dir.join("models/small.gguf");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let plan = tmp.path().join("llama.toml");
     std::fs::write(
         &plan,
         format!(
             r#"
-name = "llama-cpp-tiny"
+name = "llama-cpp-small"
 
 [[engines]]
 name = "llama.cpp"
@@ -44,12 +38,12 @@ start = ["{server}", "-m", "{{weights}}", "--host", "127.0.0.1", "--port", "{{po
 port = {port}
 
 [[models]]
-name = "tiny"
+name = "small"
 weights = "{model}"
 
 [[cells]]
 engine = "llama.cpp"
-model = "tiny"
+model = "small"
 
 [[workloads]]
 kind = "sustained"
@@ -92,7 +86,7 @@ targets = [{{ tokens = 128, runs = 2 }}, {{ tokens = 512, runs = 1 }}]
         let ours = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
         let theirs = timings["predicted_per_second"].as_f64().unwrap();
         assert!((ours / theirs - 1.0).abs() < 0.05, "benchpass {ours:.1} tok/s, server {theirs:.1}");
-        assert!(run.server_peak_rss_bytes.is_some_and(|b| b > 10 << 20), "the model alone is 35 MB");
+        assert!(run.server_peak_rss_bytes.is_some_and(|b| b > 100 << 20), "the model alone is 180 MB");
         if run.workload == Workload::PromptMatrix {
             // The chat template adds tokens to the cut prompt; the actual count is recorded.
             assert!(run.prompt_tokens.unwrap() >= run.target_prompt_tokens);

@@ -7,17 +7,7 @@ use harness::pass::{read_pass, TokenCountSource};
 use crate::support::*;
 
 fn install() -> Option<std::path::PathBuf> {
-    let dir = harness::installs::mlx_lm_dir()?;
-    if dir.join("venv/bin/mlx_lm.server").exists() && dir.join("models/tiny/model.safetensors").exists() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var("BENCHPASS_REQUIRE_REAL_ENGINES").as_deref() != Ok("1"),
-        "mlx-lm is not installed at {}: run `cargo xtask engine install mlx-lm`",
-        dir.display()
-    );
-    eprintln!("skipped: no mlx-lm install (cargo xtask engine install mlx-lm)");
-    None
+    real_engine("mlx-lm", harness::installs::mlx_lm_dir(), &["venv/bin/mlx_lm.server", "models/tiny/model.safetensors"])
 }
 
 #[test]

@@ -86,3 +86,19 @@ pub fn pass_dir(tmp: &tempfile::TempDir) -> PathBuf {
 pub fn relative_error(measured: f64, truth: f64) -> f64 {
     (measured - truth).abs() / truth
 }
+
+/// A real engine installed by `cargo xtask engine install NAME` into `dir`, if `marker` (a file
+/// under it) exists. Missing is a skip, except where BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI).
+pub fn real_engine(name: &str, dir: Option<PathBuf>, markers: &[&str]) -> Option<PathBuf> {
+    let dir = dir?;
+    if markers.iter().all(|m| dir.join(m).exists()) {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("BENCHPASS_REQUIRE_REAL_ENGINES").as_deref() != Ok("1"),
+        "{name} is not installed at {}: run `cargo xtask engine install {name}`",
+        dir.display()
+    );
+    eprintln!("skipped: no {name} install (cargo xtask engine install {name})");
+    None
+}
