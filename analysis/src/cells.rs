@@ -309,7 +309,8 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
     let n_decode = decode.as_ref().map_or(0, |m| m.values.len());
     if n_planned.is_some_and(|planned| (g.n as u32) < planned) {
         reasons.push(Reason::new(ReasonCode::FewRuns, format!("{} of {} planned runs recorded", g.n, n_planned.unwrap_or(0))));
-    } else if n_decode < MIN_RUNS_FOR_BAND {
+    } else if n_decode < MIN_RUNS_FOR_BAND && g.max_tokens > 1 {
+        // (A step that generates nothing, such as llama-bench's prompt test, has no decode rate to band.)
         reasons.push(Reason::new(ReasonCode::FewRuns, format!("{n_decode} run(s) with a decode rate; a band needs {MIN_RUNS_FOR_BAND}")));
     }
 

@@ -253,12 +253,30 @@ struct ExportArgs {
     out: PathBuf,
 }
 
-/// Read runs from CSV into pass folders, one per pass_id: DIR/<pass_id>/.
+/// Read runs from another tool into pass folders: a runs CSV (one folder per pass_id,
+/// DIR/<pass_id>/), or llama-bench's `-o json` output (one pass; each repetition a run, in a
+/// `llama-bench` lane of its own).
 #[derive(clap::Args)]
 struct ImportArgs {
+    /// The file to read.
+    #[arg(value_name = "FILE")]
     csv: PathBuf,
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    #[arg(long, value_enum, default_value_t = ImportFormat::RunsCsv)]
+    format: ImportFormat,
+    /// llama-bench only: the pass id [default: llama-bench-<file name>].
+    #[arg(long)]
+    pass_id: Option<String>,
+    /// llama-bench only: the machine the results came from (the file does not say).
+    #[arg(long)]
+    machine: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ImportFormat {
+    RunsCsv,
+    LlamaBench,
 }
 
 fn main() -> ExitCode {
@@ -311,7 +329,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Import(args) => {
-            let dirs = harness::pass::csv::import_runs(&args.csv, &args.out)?;
+            let dirs = match args.format {
+                ImportFormat::RunsCsv => harness::pass::csv::import_runs(&args.csv, &args.out)?,
+                ImportFormat::LlamaBench => vec![harness::pass::llama_bench::import(harness::pass::llama_bench::LlamaBenchImport {
+                    file: &args.csv,
+                    out_dir: &args.out,
+                    pass_id: args.pass_id,
+                    machine: args.machine,
+                })?],
+            };
             for dir in dirs {
                 println!("{}", dir.display());
             }

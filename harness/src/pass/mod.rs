@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod format;
+pub mod llama_bench;
 pub mod store;
 
 pub use format::*;

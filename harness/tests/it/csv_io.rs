@@ -110,3 +110,30 @@ fn a_pass_id_that_would_escape_the_folder_is_refused_and_nothing_is_written() {
     assert!(!out.join("good").exists(), "no partial import");
     assert!(!tmp.path().join("escape").exists());
 }
+
+#[test]
+fn llama_bench_json_imports_each_repetition_as_a_run_with_llama_benchs_own_rates() {
+    // fixtures/llama-bench/tiny-p128-n32.json: real `llama-bench -p 128 -n 32 -r 3 -o json`
+    // output on the tiny model. Its samples_ts are n / sample: the imported runs must give the
+    // same rates through benchpass's own definitions.
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/llama-bench/tiny-p128-n32.json");
+    let tmp = temp_dir();
+    let output = benchpass(&["import", "--format", "llama-bench", fixture.to_str().unwrap(), "--out", tmp.path().to_str().unwrap(), "--machine", "vm"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = harness::pass::read_pass(&tmp.path().join("llama-bench-tiny-p128-n32")).unwrap();
+    assert_eq!(pass.runs.len(), 6);
+    let cell = &pass.info.cells[0];
+    assert_eq!((cell.engine.version.as_str(), cell.lane.as_str()), ("b1 (0c1e570)", "llama-bench t1"));
+    assert_eq!(pass.info.imported_from.as_deref(), Some("llama-bench tiny-p128-n32.json"));
+
+    // pp128: 128 tokens / 3,284,819 ns = 38,967.1 tok/s (llama-bench's first samples_ts).
+    let pp = &pass.runs[0];
+    let prefill = harness::metrics::prefill_tps(pp.prompt_tokens, pp.ttft_ms).unwrap();
+    assert!((prefill - 38967.1).abs() < 0.1, "{prefill}");
+    assert_eq!(pp.decode_ms, None);
+    // tg32: 32 tokens / 16,025,302 ns = 1,996.84 tok/s.
+    let tg = &pass.runs[3];
+    let decode = harness::metrics::decode_tps(tg.completion_tokens, tg.decode_ms).unwrap();
+    assert!((decode - 1996.84).abs() < 0.01, "{decode}");
+    assert!(!harness::runner::is_short_stop(tg));
+}
