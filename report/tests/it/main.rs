@@ -127,3 +127,25 @@ pub fn artifacts() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The real pass committed with the project (llama.cpp and mlx-lm, README "A real pass").
+const REAL_PASS: &str = "llama-cpp-mlx-lm-20261130-103145";
+
+#[test]
+fn the_committed_real_pass_renders_to_its_committed_report_with_engine_build_marks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pass = read_pass(&root.join("data/passes").join(REAL_PASS)).unwrap();
+    let rendered = render(&pass);
+    // Every sustained cell compares two engines on different weights.
+    let sustained = rendered.markdown.split("## Sustained decode").nth(1).unwrap().split("## ").next().unwrap();
+    assert_eq!(sustained.matches("<sup>").count(), 4, "{sustained}");
+    assert!(rendered.markdown.contains("`engine+build`: the weights differ between the engines compared"));
+    // llama.cpp's own timings agree with benchpass's clock; mlx-lm sends none.
+    assert!(rendered.markdown.contains("## Reconciliation with the server's own timings"));
+    // A report is a pure function of the pass and the templates: the committed one is current.
+    let committed = std::fs::read_to_string(root.join("reports").join(REAL_PASS).join("report.md")).unwrap();
+    assert!(
+        committed == rendered.markdown,
+        "reports/{REAL_PASS}/report.md is stale: run `cargo xtask report data/passes/{REAL_PASS}`"
+    );
+}
