@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod pass;
 pub mod plan;
 pub mod probe;
+pub mod prometheus;
 pub mod progress;
 pub mod provenance;
 pub mod runner;

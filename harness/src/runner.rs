@@ -197,6 +197,8 @@ pub struct Target<'a> {
     pub concurrency: u32,
     /// The engine's memory, where benchpass started it.
     pub memory: Option<&'a crate::memory::MemorySampler>,
+    /// The engine's Prometheus endpoint, scraped around each run when streams run one at a time.
+    pub metrics_url: Option<String>,
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -292,6 +294,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         cell_id: "c0",
         concurrency: options.concurrency,
         memory: None,
+        metrics_url: None,
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -421,9 +424,19 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
+    // Counters only mean this run's work when no other stream runs beside it.
+    let metrics_url = target.metrics_url.as_deref().filter(|_| target.concurrency == 1);
+    let counters_before = match metrics_url {
+        Some(url) => crate::prometheus::scrape(target.http, url).await,
+        None => None,
+    };
     let started = tokio::time::Instant::now();
     let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body).await;
     let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
+    let server_counters = match (metrics_url, &counters_before) {
+        (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),
+        _ => None,
+    };
     if let Some(wait) = outcome.retry_after.filter(|_| matches!(outcome.http_status, Some(429 | 503))) {
         // The server asked for a pause: the next request from this stream honours it.
         tokio::time::sleep(wait).await;
@@ -450,6 +463,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         error: outcome.error,
         output_sha256: RunRecord::hash_output(&outcome.events),
         server_peak_rss_bytes,
+        server_counters,
         usage: outcome.usage,
         timings: outcome.timings,
         events: outcome.events,

@@ -141,6 +141,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                             error: None,
                             output_sha256: None,
                             server_peak_rss_bytes: None,
+                            server_counters: None,
                             usage: None,
                             timings: None,
                             events: vec![],

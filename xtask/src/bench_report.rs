@@ -86,6 +86,7 @@ fn twelve_cell_pass() -> Pass {
                     error: None,
                     output_sha256: None,
                     server_peak_rss_bytes: None,
+                    server_counters: None,
                     usage: None,
                     timings: None,
                     events,

@@ -304,6 +304,7 @@ impl Row<'_> {
             error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
             output_sha256: None,
             server_peak_rss_bytes: None,
+            server_counters: None,
             usage: None,
             timings: None,
             events: vec![],

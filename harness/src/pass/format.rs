@@ -248,6 +248,10 @@ pub struct RunRecord {
     /// benchpass started the engine and the OS tells it (Linux).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_peak_rss_bytes: Option<u64>,
+    /// Engine counters (Prometheus `…_total`) that moved during the run, where the engine has
+    /// a metrics endpoint and one stream ran at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_counters: Option<std::collections::BTreeMap<String, f64>>,
     /// The server's `usage` object, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,

@@ -105,6 +105,7 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
                 error: None,
                 output_sha256: None,
                 server_peak_rss_bytes: None,
+                server_counters: None,
                 usage: None,
                 timings: None,
                 events: vec![],

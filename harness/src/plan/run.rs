@@ -334,6 +334,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             cell_id,
             concurrency: request.concurrency,
             memory: sampler.as_ref().map(|(s, _)| s.as_ref()),
+            metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
         };
         let mut last_workload = None;
         for (w, step) in &plan.steps {
@@ -425,6 +426,7 @@ fn record_not_run(
                     error: Some(RunError { class: class.to_owned(), message: message.to_owned() }),
                     output_sha256: None,
                     server_peak_rss_bytes: None,
+                    server_counters: None,
                     usage: None,
                     timings: None,
                     events: vec![],

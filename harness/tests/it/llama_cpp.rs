@@ -87,6 +87,10 @@ targets = [{{ tokens = 128, runs = 2 }}, {{ tokens = 512, runs = 1 }}]
         let theirs = timings["predicted_per_second"].as_f64().unwrap();
         assert!((ours / theirs - 1.0).abs() < 0.05, "benchpass {ours:.1} tok/s, server {theirs:.1}");
         assert!(run.server_peak_rss_bytes.is_some_and(|b| b > 100 << 20), "the model alone is 180 MB");
+        // The engine's own counters (scraped from --metrics around the run) agree on the work.
+        let counters = run.server_counters.as_ref().expect("llama.cpp's /metrics was scraped");
+        assert_eq!(counters["llamacpp:tokens_predicted_total"], 64.0);
+        assert_eq!(counters["llamacpp:prompt_tokens_total"], run.prompt_tokens.unwrap() as f64);
         if run.workload == Workload::PromptMatrix {
             // The chat template adds tokens to the cut prompt; the actual count is recorded.
             assert!(run.prompt_tokens.unwrap() >= run.target_prompt_tokens);
