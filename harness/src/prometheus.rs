@@ -34,13 +34,19 @@ pub fn counter_deltas(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f
         .collect()
 }
 
-/// One scrape; `None` when the endpoint does not answer (it is optional everywhere).
+/// One scrape; `None` when the endpoint does not answer (it is optional everywhere). A pooled
+/// connection the server has already closed fails once, so a failure is tried again once.
 pub async fn scrape(http: &reqwest::Client, url: &str) -> Option<BTreeMap<String, f64>> {
-    let response = http.get(url).timeout(Duration::from_secs(2)).send().await.ok()?;
-    if !response.status().is_success() {
-        return None;
+    for _ in 0..2 {
+        let Ok(response) = http.get(url).timeout(Duration::from_secs(5)).send().await else { continue };
+        if !response.status().is_success() {
+            return None;
+        }
+        if let Ok(text) = response.text().await {
+            return Some(parse(&text));
+        }
     }
-    Some(parse(&response.text().await.ok()?))
+    None
 }
 
 #[cfg(test)]

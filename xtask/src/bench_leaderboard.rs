@@ -122,15 +122,6 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                     for rep in 0..n {
                         let prompt = target.max(30);
                         let run = RunRecord {
-                            cell: format!("c{c}"),
-                            workload,
-                            target_prompt_tokens: target,
-                            rep,
-                            warmup,
-                            max_tokens,
-                            concurrency: 1,
-                            started_unix_ms: 0,
-                            prompt_sha256: None,
                             prompt_tokens: Some(prompt),
                             completion_tokens: Some(max_tokens),
                             token_count_source: Some(TokenCountSource::Usage),
@@ -138,13 +129,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                             decode_ms: Some((max_tokens - 1) as f64 / (rate * noise()) * 1e3),
                             finish_reason: Some("length".to_owned()),
                             http_status: Some(200),
-                            error: None,
-                            output_sha256: None,
-                            server_peak_rss_bytes: None,
-                            server_counters: None,
-                            usage: None,
-                            timings: None,
-                            events: vec![],
+                            ..RunRecord::unmeasured(&format!("c{c}"), workload, target, rep, warmup, max_tokens)
                         };
                         serde_json::to_writer(&mut out, &run)?;
                         out.write_all(b"\n")?;

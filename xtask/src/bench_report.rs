@@ -67,14 +67,6 @@ fn twelve_cell_pass() -> Pass {
                     .map(|i| EventRecord { t_ns: ttft_ns + i * step_ns, bytes: 120, text: " word".to_owned(), reasoning: String::new() })
                     .collect();
                 runs.push(RunRecord {
-                    cell: cell.id.clone(),
-                    workload,
-                    target_prompt_tokens: target,
-                    rep,
-                    warmup: false,
-                    max_tokens: 256,
-                    concurrency: 1,
-                    started_unix_ms: 0,
                     prompt_sha256: Some(format!("{c}-{target}-{rep}")),
                     prompt_tokens: Some(target.max(41)),
                     completion_tokens: Some(256),
@@ -83,13 +75,8 @@ fn twelve_cell_pass() -> Pass {
                     decode_ms: Some((255 * step_ns) as f64 / 1e6),
                     finish_reason: Some("length".to_owned()),
                     http_status: Some(200),
-                    error: None,
-                    output_sha256: None,
-                    server_peak_rss_bytes: None,
-                    server_counters: None,
-                    usage: None,
-                    timings: None,
                     events,
+                    ..RunRecord::unmeasured(&cell.id, workload, target, rep, false, 256)
                 });
             }
         }

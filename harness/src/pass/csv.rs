@@ -284,30 +284,18 @@ impl Row<'_> {
                     .ok_or_else(|| self.bad("token_count_source", "one of usage, tokenizer, estimate"))?,
             ),
         };
+        let target = self.required("target_prompt_tokens", "a whole number of tokens (0 for sustained)")?;
+        let rep = self.required("rep", "the repetition index, a whole number")?;
+        let max_tokens = self.required("max_tokens", "the token cap, a whole number")?;
         Ok(RunRecord {
-            cell,
-            workload,
-            target_prompt_tokens: self.required("target_prompt_tokens", "a whole number of tokens (0 for sustained)")?,
-            rep: self.required("rep", "the repetition index, a whole number")?,
-            warmup,
-            max_tokens: self.required("max_tokens", "the token cap, a whole number")?,
-            concurrency: 1,
-            started_unix_ms: 0,
-            prompt_sha256: None,
             prompt_tokens: self.parsed("prompt_tokens", COUNT)?,
             completion_tokens,
             token_count_source,
             ttft_ms: self.millis("ttft_ms")?,
             decode_ms: self.millis("decode_ms")?,
             finish_reason: self.optional_text("finish_reason")?,
-            http_status: None,
             error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
-            output_sha256: None,
-            server_peak_rss_bytes: None,
-            server_counters: None,
-            usage: None,
-            timings: None,
-            events: vec![],
+            ..RunRecord::unmeasured(&cell, workload, target, rep, warmup, max_tokens)
         })
     }
 }

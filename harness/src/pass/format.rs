@@ -301,6 +301,36 @@ impl CellInfo {
 }
 
 impl RunRecord {
+    /// A run at its place in the pass with nothing measured yet: every figure, counter and
+    /// event absent. Importers and records of runs that never ran fill in what they know.
+    pub fn unmeasured(cell: &str, workload: Workload, target_prompt_tokens: u64, rep: u32, warmup: bool, max_tokens: u64) -> RunRecord {
+        RunRecord {
+            cell: cell.to_owned(),
+            workload,
+            target_prompt_tokens,
+            rep,
+            warmup,
+            max_tokens,
+            concurrency: 1,
+            started_unix_ms: 0,
+            prompt_sha256: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            token_count_source: None,
+            ttft_ms: None,
+            decode_ms: None,
+            finish_reason: None,
+            http_status: None,
+            error: None,
+            output_sha256: None,
+            server_peak_rss_bytes: None,
+            server_counters: None,
+            usage: None,
+            timings: None,
+            events: vec![],
+        }
+    }
+
     pub fn is_error(&self) -> bool {
         self.error.is_some()
     }

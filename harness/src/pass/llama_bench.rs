@@ -85,15 +85,6 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
             let ms = ns as f64 / 1e6;
             let prompt = t.n_prompt > 0;
             runs.push(RunRecord {
-                cell: cell_id.clone(),
-                workload: Workload::PpTg,
-                target_prompt_tokens: t.n_prompt,
-                rep: rep as u32,
-                warmup: false,
-                max_tokens: t.n_gen,
-                concurrency: 1,
-                started_unix_ms: 0,
-                prompt_sha256: None,
                 prompt_tokens: Some(t.n_prompt),
                 completion_tokens: Some(t.n_gen),
                 token_count_source: Some(TokenCountSource::Usage),
@@ -101,14 +92,7 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
                 decode_ms: (!prompt && t.n_gen > 1).then(|| ms * (t.n_gen - 1) as f64 / t.n_gen as f64),
                 // Every test runs to its set length: nothing stops early.
                 finish_reason: Some("length".to_owned()),
-                http_status: None,
-                error: None,
-                output_sha256: None,
-                server_peak_rss_bytes: None,
-                server_counters: None,
-                usage: None,
-                timings: None,
-                events: vec![],
+                ..RunRecord::unmeasured(&cell_id, Workload::PpTg, t.n_prompt, rep as u32, false, t.n_gen)
             });
         }
     }

@@ -407,29 +407,10 @@ fn record_not_run(
                     continue;
                 }
                 let run = RunRecord {
-                    cell: cell_id.to_owned(),
-                    workload: step.workload,
-                    target_prompt_tokens: step.target_prompt_tokens,
-                    rep,
-                    warmup,
-                    max_tokens: step.max_tokens,
+                    // No stream was ever in flight for it.
                     concurrency: 0,
-                    started_unix_ms: 0,
-                    prompt_sha256: None,
-                    prompt_tokens: None,
-                    completion_tokens: None,
-                    token_count_source: None,
-                    ttft_ms: None,
-                    decode_ms: None,
-                    finish_reason: None,
-                    http_status: None,
                     error: Some(RunError { class: class.to_owned(), message: message.to_owned() }),
-                    output_sha256: None,
-                    server_peak_rss_bytes: None,
-                    server_counters: None,
-                    usage: None,
-                    timings: None,
-                    events: vec![],
+                    ..RunRecord::unmeasured(cell_id, step.workload, step.target_prompt_tokens, rep, warmup, step.max_tokens)
                 };
                 writer.append(&run)?;
                 progress.on_run(&run);
