@@ -381,3 +381,50 @@ fn kill_9_at_many_points_then_resume_loses_and_repeats_nothing() {
     assert_eq!(n, 18, "2 cells × 9 runs, none lost");
     assert!(pass.runs.iter().all(|r| r.error.is_none()), "every engine left behind was stopped before its cell ran again");
 }
+
+/// A one-engine, one-run plan whose engine is started with `start` on `port`.
+fn one_engine_plan(dir: &std::path::Path, start: &str, port: u16, extra: &str) -> std::path::PathBuf {
+    let plan = dir.join("one.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[[engines]]\nname = \"e\"\nstart = {start}\nport = {port}\n{extra}\n\n[[models]]\nname = \"m\"\n\n\
+             [[cells]]\nengine = \"e\"\nmodel = \"m\"\n\n[[workloads]]\nkind = \"sustained\"\nruns = 1\nmax_tokens = 4\n"
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+#[test]
+fn an_engine_that_never_becomes_healthy_is_given_up_on_in_bounded_time() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    // `sleep` starts and never answers: the health wait must end at its timeout.
+    let plan = one_engine_plan(tmp.path(), r#"["sleep", "30"]"#, free_port(), "health_timeout_s = 1");
+    let out = tmp.path().join("pass");
+    let started = std::time::Instant::now();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed().as_secs() < 20, "given up after the 1 s health timeout, then stopped");
+    let run = &read_pass(&out).unwrap().runs[0];
+    let error = run.error.as_ref().unwrap();
+    assert_eq!(error.class, "engine-start");
+    assert!(error.message.contains("did not answer 200 within 1 s"), "{}", error.message);
+}
+
+#[test]
+fn a_server_that_already_answers_is_refused_not_measured() {
+    // Something benchpass did not start listens on the engine's port.
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let port: u16 = sim.url.rsplit(':').next().unwrap().parse().unwrap();
+    let tmp = temp_dir();
+    let plan = one_engine_plan(tmp.path(), r#"["{benchpass}", "sim", "--port", "{port}"]"#, port, "preset = \"benchpass-sim\"");
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let run = &read_pass(&out).unwrap().runs[0];
+    let error = run.error.as_ref().unwrap();
+    assert_eq!(error.class, "engine-start");
+    assert!(error.message.contains("something already answers"), "{}", error.message);
+}
