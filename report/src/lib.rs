@@ -7,6 +7,7 @@
 
 pub mod charts;
 pub mod diff;
+pub mod summary;
 pub mod view;
 
 use analysis::cells::CellStep;
@@ -95,4 +96,12 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         charts,
         leaderboard_csv: analysis::leaderboard::to_csv([steps]),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn table_breakers_are_escaped() {
+        assert_eq!(super::md_escape("a|b<script>".to_owned()), "a\\|b&lt;script&gt;");
+    }
 }

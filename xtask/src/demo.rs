@@ -49,7 +49,7 @@ fn finish(pass_dir: &std::path::Path, out: Option<&PathBuf>) -> anyhow::Result<(
     let report_dir = out.map_or_else(|| crate::workspace_root().join("reports").join(&pass.info.pass_id), |dir| dir.join("report"));
     crate::reports::write_report(&pass, &report_dir)?;
     let steps = analysis::cells::summarize(&pass)?;
-    println!("{}", analysis::summary::render_markdown(&pass, &steps));
+    println!("{}", report::summary::render_markdown(&pass, &steps));
     println!("pass:   {}", pass_dir.display());
     println!("report: {}", report_dir.join("report.html").display());
     println!("        {}", report_dir.join("report.md").display());

@@ -1,0 +1,54 @@
+//! The short summary the demo prints on the terminal: one Markdown row per cell step, with the
+//! same figures, bands, marks and footnotes as the full report (it shares their code).
+
+use std::fmt::Write as _;
+
+use analysis::cells::{CellStep, Metric};
+use harness::pass::Pass;
+
+use crate::md_escape;
+use crate::view::{with_band, Notes};
+
+fn figure(metric: Option<&Metric>, digits: usize) -> String {
+    metric.map_or("–".to_owned(), |m| with_band(m, digits))
+}
+
+pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
+    let md = |s: &str| md_escape(s.to_owned());
+    let mut out = String::new();
+    let _ = writeln!(out, "# Pass {}\n", md(&pass.info.pass_id));
+    let _ = writeln!(out, "Machine: {} · benchpass {}\n", md(&pass.info.machine.name), pass.info.benchpass.version);
+    out.push_str("| engine | model | workload | target | prompt tokens | TTFT ms | decode tok/s | prefill tok/s | runs | notes |\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+    let mut notes = Notes::default();
+    for step in steps {
+        let marks = notes.marks(&step.reasons, true);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            md(&step.engine),
+            md(&step.model),
+            step.workload.as_str(),
+            step.target_prompt_tokens,
+            step.prompt_tokens.as_ref().map_or("–".to_owned(), |m| format!("{:.0}", m.median)),
+            figure(step.ttft.as_ref(), 1),
+            figure(step.decode.as_ref(), 1),
+            figure(step.prefill.as_ref(), 0),
+            step.n_runs,
+            crate::md_marks(marks),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nBands are ± the largest of the runs' own spread and a 2 % floor; with 3 runs such a band \
+         covers the true median at least 75 % of the time (docs/statistics.md)."
+    );
+    let notes = notes.into_vec();
+    if !notes.is_empty() {
+        out.push('\n');
+        for note in notes {
+            let _ = writeln!(out, "{} `{}`: {}  ", crate::md_marks(note.mark), note.code, md(&note.text));
+        }
+    }
+    out
+}
