@@ -146,6 +146,23 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
     }
 }
 
+/// The `pass.json` of a pass about to be measured on this machine, by this benchpass.
+pub fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, request: RequestParams) -> PassInfo {
+    PassInfo {
+        schema_version: SCHEMA_VERSION,
+        pass_id,
+        status: PassStatus::Running,
+        started_at,
+        finished_at: None,
+        benchpass: provenance::benchpass_info(),
+        machine: provenance::machine_info(),
+        cells,
+        request: Some(request),
+        harness_cpu_seconds: None,
+        imported_from: None,
+    }
+}
+
 pub fn new_summary(dir: &std::path::Path) -> PassSummary {
     PassSummary {
         dir: dir.to_owned(),
@@ -254,34 +271,23 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
     check_pass_id(&pass_id)?;
     let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
-    let mut info = PassInfo {
-        schema_version: SCHEMA_VERSION,
-        pass_id,
-        status: PassStatus::Running,
-        started_at,
-        finished_at: None,
-        benchpass: provenance::benchpass_info(),
-        machine: provenance::machine_info(),
-        cells: vec![CellInfo {
-            id: "c0".to_owned(),
-            engine: EngineInfo {
-                name: options.engine.clone(),
-                version: facts.version.clone(),
-                version_source: facts.version_source.clone(),
-                sha256: engine_sha256,
-                url: Some(base.clone()),
-            },
-            model: options.request.model.clone(),
-            family: options.family.clone(),
-            lane: options.lane.clone(),
-            build,
-            restarted_on_resume: false,
-            request_extra: None,
-        }],
-        request: Some(request_params(&options.request, options.concurrency, options.steps.clone())),
-        harness_cpu_seconds: None,
-        imported_from: None,
-    };
+    let cells = vec![CellInfo {
+        id: "c0".to_owned(),
+        engine: EngineInfo {
+            name: options.engine.clone(),
+            version: facts.version.clone(),
+            version_source: facts.version_source.clone(),
+            sha256: engine_sha256,
+            url: Some(base.clone()),
+        },
+        model: options.request.model.clone(),
+        family: options.family.clone(),
+        lane: options.lane.clone(),
+        build,
+        restarted_on_resume: false,
+        request_extra: None,
+    }];
+    let mut info = new_pass_info(pass_id, started_at, cells, request_params(&options.request, options.concurrency, options.steps.clone()));
     let mut writer = PassWriter::create(&dir, &info)?;
 
     let progress = Progress::new(options.progress, jobs.len() as u64);
@@ -341,7 +347,7 @@ pub fn is_short_stop(run: &RunRecord) -> bool {
         && (run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens))
 }
 
-fn default_pass_id(started_at: &str, engine: &str) -> String {
+pub fn default_pass_id(started_at: &str, engine: &str) -> String {
     // 2026-11-30T09:03:13Z → 20261130-090313
     let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
     let engine: String = engine

@@ -136,8 +136,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let name = plan.file.name.clone().unwrap_or_else(|| {
         plan.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plan".to_owned())
     });
-    let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
-    let pass_id = options.pass_id.clone().unwrap_or_else(|| format!("{}-{}-{name}", &stamp[..8], &stamp[8..14]));
+    let pass_id = options.pass_id.clone().unwrap_or_else(|| runner::default_pass_id(&started_at, &name));
     runner::check_pass_id(&pass_id)?;
     let cell_list = cells(plan);
     let (dir, mut info, mut writer, done) = match &options.resume {
@@ -165,15 +164,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         }
         None => {
             let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
-            let info = PassInfo {
-                schema_version: SCHEMA_VERSION,
-                pass_id,
-                status: PassStatus::Running,
-                started_at,
-                finished_at: None,
-                benchpass: provenance::benchpass_info(),
-                machine: provenance::machine_info(),
-                cells: cell_list
+            let cells = cell_list
                     .iter()
                     .map(|(id, engine, model)| {
                         let m = plan.model(model);
@@ -188,11 +179,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                             request_extra: None,
                         }
                     })
-                    .collect(),
-                request: Some(runner::request_params(&base_request, request.concurrency, steps.clone())),
-                harness_cpu_seconds: None,
-                imported_from: None,
-            };
+                    .collect();
+            let info = runner::new_pass_info(pass_id, started_at, cells, runner::request_params(&base_request, request.concurrency, steps.clone()));
             let writer = PassWriter::create(&dir, &info)?;
             (dir, info, writer, std::collections::HashSet::new())
         }
