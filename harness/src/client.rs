@@ -106,6 +106,7 @@ pub async fn stream_request(
     api_key: Option<&str>,
     config: &RequestConfig,
     body: &Value,
+    live: Option<&crate::progress::Live>,
 ) -> StreamOutcome {
     let mut outcome = StreamOutcome::default();
     let mut request = http.post(url).json(body);
@@ -186,7 +187,12 @@ pub async fn stream_request(
                 continue;
             };
             let record = read_event(&payload, t_ns, event.wire_bytes, &mut outcome);
-            saw_token |= record.carries_tokens();
+            if record.carries_tokens() {
+                saw_token = true;
+                if let Some(live) = live {
+                    live.on_token_event();
+                }
+            }
             outcome.events.push(record);
         }
     }

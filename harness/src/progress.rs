@@ -3,6 +3,9 @@
 //! stays clean for what a script reads.
 
 use std::io::IsTerminal as _;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -29,6 +32,58 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     total: u64,
     done: std::cell::Cell<u64>,
+    live: Arc<Live>,
+}
+
+/// What is streaming right now, for the bar's live figure: token-carrying events as they
+/// arrive, and how many tokens an event has carried so far in this pass (engines may put
+/// several tokens in one event; the exact count only comes with the run's usage).
+#[derive(Default)]
+pub struct Live {
+    events: AtomicU64,
+    /// What the latest run to start is, e.g. `c1 sustained rep 2`.
+    now: Mutex<String>,
+    /// Tokens and token events of the finished runs, for tokens per event.
+    tokens_seen: AtomicU64,
+    events_seen: AtomicU64,
+    stopped: AtomicBool,
+}
+
+impl Live {
+    /// A token-carrying event arrived on some stream.
+    pub fn on_token_event(&self) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn on_start(&self, what: String) {
+        *self.now.lock().unwrap_or_else(|e| e.into_inner()) = what;
+    }
+
+    fn tokens_per_event(&self) -> f64 {
+        let (tokens, events) = (self.tokens_seen.load(Ordering::Relaxed), self.events_seen.load(Ordering::Relaxed));
+        if events == 0 { 1.0 } else { tokens as f64 / events as f64 }
+    }
+}
+
+/// Redraws the bar's live figure: tokens per second over the last second, across every
+/// stream in flight.
+fn tick_live(bar: ProgressBar, live: Arc<Live>) {
+    const EVERY: Duration = Duration::from_millis(500);
+    std::thread::spawn(move || {
+        let mut last = (Instant::now(), live.events.load(Ordering::Relaxed));
+        let mut rate = 0.0;
+        while !live.stopped.load(Ordering::Relaxed) {
+            std::thread::sleep(EVERY);
+            let now = (Instant::now(), live.events.load(Ordering::Relaxed));
+            let dt = now.0.duration_since(last.0).as_secs_f64();
+            let instant = (now.1 - last.1) as f64 * live.tokens_per_event() / dt;
+            // Two ticks of smoothing: steady enough to read, quick to show a stall.
+            rate = 0.5 * rate + 0.5 * instant;
+            last = now;
+            let what = live.now.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            bar.set_prefix(format!("{what} · now ≈ {rate:.1} tok/s"));
+        }
+    });
 }
 
 impl Progress {
@@ -36,16 +91,32 @@ impl Progress {
         let bar = mode.wants_bar().then(|| {
             let bar = ProgressBar::with_draw_target(Some(total_runs), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs  {msg}  ETA {eta}")
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs  ETA {eta}  {prefix}\n  last: {msg}")
                     .expect("the template is valid"),
             );
             bar
         });
-        Progress { mode, bar, total: total_runs, done: std::cell::Cell::new(0) }
+        let live = Arc::new(Live::default());
+        if let Some(bar) = &bar {
+            tick_live(bar.clone(), live.clone());
+        }
+        Progress { mode, bar, total: total_runs, done: std::cell::Cell::new(0), live }
+    }
+
+    /// The live counters the client feeds while a stream runs.
+    pub fn live(&self) -> &Live {
+        &self.live
     }
 
     pub fn on_run(&self, run: &RunRecord) {
         self.done.set(self.done.get() + 1);
+        if let Some(tokens) = run.completion_tokens.filter(|_| run.error.is_none()) {
+            let events = run.events.iter().filter(|e| e.carries_tokens()).count() as u64;
+            if events > 0 {
+                self.live.tokens_seen.fetch_add(tokens, Ordering::Relaxed);
+                self.live.events_seen.fetch_add(events, Ordering::Relaxed);
+            }
+        }
         let line = describe(run);
         match &self.bar {
             Some(bar) => {
@@ -69,16 +140,22 @@ impl Progress {
     }
 
     pub fn finish(&self) {
+        self.live.stopped.store(true, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
     }
 }
 
-/// `prompt-matrix 2048 rep 1: ttft 123.4 ms, 45.6 tok/s, 256 tokens (length)`.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.live.stopped.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `c0 prompt-matrix 2048 rep 1: ttft 123.4 ms, 45.6 tok/s, 256 tokens (length)`.
 fn describe(run: &RunRecord) -> String {
-    let kind = if run.warmup { "warmup" } else { "rep" };
-    let head = format!("{} {} {kind} {}", run.workload.as_str(), run.target_prompt_tokens, run.rep);
+    let head = format!("{} {}", run.cell, job_name(run.workload, run.target_prompt_tokens, run.warmup, run.rep));
     if let Some(error) = &run.error {
         return format!("{head}: failed ({}): {}", error.class, error.message);
     }
@@ -87,6 +164,15 @@ fn describe(run: &RunRecord) -> String {
     let tokens = run.completion_tokens.map_or("?".to_owned(), |n| n.to_string());
     let finish = run.finish_reason.as_deref().unwrap_or("?");
     format!("{head}: ttft {ttft}, {rate}, {tokens} tokens ({finish})")
+}
+
+/// `sustained rep 2`, `prompt-matrix 2048 warmup 0`.
+pub fn job_name(workload: crate::pass::Workload, target: u64, warmup: bool, rep: u32) -> String {
+    let kind = if warmup { "warmup" } else { "rep" };
+    match workload {
+        crate::pass::Workload::Sustained => format!("{} {kind} {rep}", workload.as_str()),
+        _ => format!("{} {target} {kind} {rep}", workload.as_str()),
+    }
 }
 
 /// Progress of weight hashing, in bytes.

@@ -216,6 +216,8 @@ pub struct Target<'a> {
     pub memory: Option<&'a crate::memory::MemorySampler>,
     /// The engine's Prometheus endpoint, scraped around each run when streams run one at a time.
     pub metrics_url: Option<String>,
+    /// Fed as tokens arrive, for the progress display's live rate.
+    pub live: Option<&'a crate::progress::Live>,
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -301,6 +303,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         concurrency: options.concurrency,
         memory: None,
         metrics_url: None,
+        live: Some(progress.live()),
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -436,8 +439,11 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         Some(url) => crate::prometheus::scrape(target.http, url).await,
         None => None,
     };
+    if let Some(live) = target.live {
+        live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep)));
+    }
     let started = tokio::time::Instant::now();
-    let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body).await;
+    let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body, target.live).await;
     let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
     let server_counters = match (metrics_url, &counters_before) {
         (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),

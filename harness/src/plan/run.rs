@@ -323,6 +323,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             concurrency: request.concurrency,
             memory: sampler.as_ref().map(|(s, _)| s.as_ref()),
             metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
+            live: Some(progress.live()),
         };
         let mut last_workload = None;
         for (w, step) in &plan.steps {
