@@ -30,7 +30,7 @@ impl ProgressMode {
 pub struct Progress {
     mode: ProgressMode,
     bar: Option<ProgressBar>,
-    total: u64,
+    total: std::cell::Cell<u64>,
     done: std::cell::Cell<u64>,
     live: Arc<Live>,
 }
@@ -100,7 +100,15 @@ impl Progress {
         if let Some(bar) = &bar {
             tick_live(bar.clone(), live.clone());
         }
-        Progress { mode, bar, total: total_runs, done: std::cell::Cell::new(0), live }
+        Progress { mode, bar, total: std::cell::Cell::new(total_runs), done: std::cell::Cell::new(0), live }
+    }
+
+    /// One more run than counted at the start (a soak runs as many as fit its duration).
+    pub fn expect_more(&self, runs: u64) {
+        self.total.set(self.total.get() + runs);
+        if let Some(bar) = &self.bar {
+            bar.inc_length(runs);
+        }
     }
 
     /// The live counters the client feeds while a stream runs.
@@ -124,7 +132,7 @@ impl Progress {
                 bar.inc(1);
             }
             None if self.mode != ProgressMode::Quiet => {
-                eprintln!("run {}/{} {line}", self.done.get(), self.total);
+                eprintln!("run {}/{} {line}", self.done.get(), self.total.get());
             }
             None => {}
         }
@@ -170,7 +178,7 @@ fn describe(run: &RunRecord) -> String {
 pub fn job_name(workload: crate::pass::Workload, target: u64, warmup: bool, rep: u32) -> String {
     let kind = if warmup { "warmup" } else { "rep" };
     match workload {
-        crate::pass::Workload::Sustained => format!("{} {kind} {rep}", workload.as_str()),
+        crate::pass::Workload::Sustained | crate::pass::Workload::Soak => format!("{} {kind} {rep}", workload.as_str()),
         _ => format!("{} {target} {kind} {rep}", workload.as_str()),
     }
 }

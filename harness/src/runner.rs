@@ -69,7 +69,7 @@ pub fn steps_for(workload: Workload, targets: &[u64], runs: u32, warmup: u32, ma
     let targets = if workload == Workload::Sustained { &[0][..] } else { targets };
     targets
         .iter()
-        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false })
+        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false, duration_s: None })
         .collect()
 }
 
@@ -143,6 +143,7 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
         first_token_timeout_s: request.first_token_timeout.as_secs_f64(),
         idle_timeout_s: request.idle_timeout.as_secs_f64(),
         steps,
+        order: Order::Sequential,
     }
 }
 
@@ -372,33 +373,53 @@ pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
 /// The runs of `steps` in order: per step, its warmups then its measured runs, with every
 /// prompt cut before the first request is sent.
 pub async fn cut_jobs(steps: &[Step], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
-    let mut jobs = Vec::new();
-    for step in steps {
+    cut_slots(&all_slots(steps), ignore_eos, http, counter).await
+}
+
+/// One planned request: a step's warmup or measured repetition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slot {
+    pub step: Step,
+    pub rep: u32,
+    pub warmup: bool,
+}
+
+/// Every slot of `steps`: per step, its warmups then its measured runs.
+pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    for &step in steps {
         for warmup in [true, false] {
             let n = if warmup { step.warmup } else { step.runs };
-            for rep in 0..n {
-                let prompt = match step.workload {
-                    Workload::Sustained => corpus::SUSTAINED_PROMPT.to_owned(),
-                    // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
-                    _ => {
-                        let excerpt_index = if warmup { step.runs + rep } else { rep };
-                        let target = step.target_prompt_tokens;
-                        cut_prompt(target, excerpt_index, http, counter)
-                            .await
-                            .with_context(|| format!("cutting a {target}-token prompt"))?
-                    }
-                };
-                jobs.push(Job {
-                    workload: step.workload,
-                    target: step.target_prompt_tokens,
-                    max_tokens: step.max_tokens,
-                    ignore_eos: ignore_eos || step.ignore_eos,
-                    rep,
-                    warmup,
-                    prompt: Arc::new(prompt),
-                });
-            }
+            slots.extend((0..n).map(|rep| Slot { step, rep, warmup }));
         }
+    }
+    slots
+}
+
+/// The jobs of `slots`, in order, with every prompt cut before the first request is sent.
+pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
+    let mut jobs = Vec::new();
+    for &Slot { step, rep, warmup } in slots {
+        let prompt = match step.workload {
+            Workload::Sustained | Workload::Soak => corpus::SUSTAINED_PROMPT.to_owned(),
+            // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
+            _ => {
+                let excerpt_index = if warmup { step.runs + rep } else { rep };
+                let target = step.target_prompt_tokens;
+                cut_prompt(target, excerpt_index, http, counter)
+                    .await
+                    .with_context(|| format!("cutting a {target}-token prompt"))?
+            }
+        };
+        jobs.push(Job {
+            workload: step.workload,
+            target: step.target_prompt_tokens,
+            max_tokens: step.max_tokens,
+            ignore_eos: ignore_eos || step.ignore_eos,
+            rep,
+            warmup,
+            prompt: Arc::new(prompt),
+        });
     }
     Ok(jobs)
 }

@@ -135,6 +135,35 @@ pub struct RequestParams {
     pub idle_timeout_s: f64,
     /// What the pass runs, in order.
     pub steps: Vec<Step>,
+    /// How a plan's cells took turns (docs/plans.md).
+    #[serde(default, skip_serializing_if = "Order::is_sequential")]
+    pub order: Order,
+}
+
+/// How a plan's cells take turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// Each cell runs all its repetitions, then the next cell starts.
+    #[default]
+    Sequential,
+    /// Round k runs repetition k of every cell in turn, each cell's engine started fresh (and
+    /// warmed up) for its turn, so that slow drift in the machine (heat, background load)
+    /// falls on every engine alike instead of on whichever ran last.
+    Interleaved,
+}
+
+impl Order {
+    pub fn is_sequential(&self) -> bool {
+        *self == Order::Sequential
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Sequential => "sequential",
+            Order::Interleaved => "interleaved",
+        }
+    }
 }
 
 /// One workload at one prompt target: its warmups, then its measured runs.
@@ -149,6 +178,10 @@ pub struct Step {
     /// Ask the engine to ignore EOS for this step (ppN-tgM runs must reach their cap).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ignore_eos: bool,
+    /// A soak step runs for this many seconds (its `runs` is then how many it made room for
+    /// in the schedule, not a count to reach).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -157,16 +190,19 @@ pub enum Workload {
     Sustained,
     PromptMatrix,
     PpTg,
+    /// Continuous sustained runs for hours, the engine's memory sampled throughout.
+    Soak,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 3] = [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg];
+    pub const ALL: [Workload; 4] = [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg, Workload::Soak];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Workload::Sustained => "sustained",
             Workload::PromptMatrix => "prompt-matrix",
             Workload::PpTg => "pp-tg",
+            Workload::Soak => "soak",
         }
     }
 

@@ -10,13 +10,16 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::presets;
-use crate::pass::{Step, Workload};
+use crate::pass::{Order, Step, Workload};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanFile {
     /// Used in the pass id.
     pub name: Option<String>,
+    /// `sequential` (default): each cell runs all its repetitions in turn; `interleaved`:
+    /// round k runs repetition k of every cell, engines taking turns.
+    pub order: Option<Spanned<String>>,
     #[serde(default)]
     pub request: RequestSection,
     #[serde(default)]
@@ -155,7 +158,9 @@ pub struct WorkloadSpec {
     pub max_tokens: u64,
     #[serde(default)]
     pub ignore_eos: bool,
-    /// Prompt-size targets; not for `sustained`.
+    /// How long a `soak` workload runs, in seconds (hours: 4 h is 14400).
+    pub duration_s: Option<u64>,
+    /// Prompt-size targets; not for `sustained` or `soak`.
     #[serde(default)]
     pub targets: Vec<TargetSpec>,
 }
@@ -201,6 +206,7 @@ pub struct Plan {
     pub file: PlanFile,
     /// The workloads as pass steps, in order, each with its workload index.
     pub steps: Vec<(usize, Step)>,
+    pub order: Order,
 }
 
 impl Plan {
@@ -361,7 +367,7 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     }
     for (w, spec) in file.workloads.iter().enumerate() {
         let Some(workload) = Workload::parse(spec.kind.get_ref()) else {
-            error(spec.kind.span(), format!("no workload kind `{}`", spec.kind.get_ref()), Some("sustained, prompt-matrix or pp-tg".into()));
+            error(spec.kind.span(), format!("no workload kind `{}`", spec.kind.get_ref()), Some("sustained, prompt-matrix, pp-tg or soak".into()));
             continue;
         };
         let step = |target: u64, runs: u32, max_tokens: u64| Step {
@@ -371,12 +377,27 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             warmup: spec.warmup,
             runs,
             ignore_eos: spec.ignore_eos,
+            duration_s: spec.duration_s.filter(|_| workload == Workload::Soak),
         };
+        match (workload, spec.duration_s) {
+            (Workload::Soak, None | Some(0)) => error(
+                spec.kind.span(),
+                "a soak workload needs `duration_s` (at least 1)".to_owned(),
+                Some("`duration_s = 14400` soaks for 4 hours".into()),
+            ),
+            (Workload::Soak, Some(_)) => {}
+            (_, Some(_)) => error(spec.kind.span(), format!("`duration_s` is for soak workloads, not {}", workload.as_str()), Some("use `runs` to say how many".into())),
+            (_, None) => {}
+        }
         match (workload, spec.targets.is_empty()) {
             (Workload::Sustained, true) => steps.push((w, step(0, spec.runs, spec.max_tokens))),
-            (Workload::Sustained, false) => {
-                error(spec.kind.span(), "a sustained workload takes no `targets`".to_owned(), Some("use kind = \"prompt-matrix\" for prompt sizes".into()))
-            }
+            // Its runs are open-ended: as many as fit in its duration.
+            (Workload::Soak, true) => steps.push((w, step(0, 0, spec.max_tokens))),
+            (Workload::Sustained | Workload::Soak, false) => error(
+                spec.kind.span(),
+                format!("a {} workload takes no `targets`", workload.as_str()),
+                Some("use kind = \"prompt-matrix\" for prompt sizes".into()),
+            ),
             (_, true) => error(spec.kind.span(), format!("a {} workload needs `targets`", workload.as_str()), Some("`targets = [{ tokens = 128, runs = 3 }, { tokens = 2048, runs = 2 }]`".into())),
             (_, false) => {
                 for t in &spec.targets {
@@ -387,7 +408,7 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     }
     for (i, (w, s)) in steps.iter().enumerate() {
         let span = file.workloads[*w].kind.span();
-        if s.max_tokens == 0 || (s.workload != Workload::Sustained && s.target_prompt_tokens == 0) {
+        if s.max_tokens == 0 || (!matches!(s.workload, Workload::Sustained | Workload::Soak) && s.target_prompt_tokens == 0) {
             error(span.clone(), "token counts (max_tokens, target tokens) must be at least 1".to_owned(), None);
         }
         // Runs are keyed on workload, target and repetition (resume relies on it).
@@ -399,8 +420,26 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             );
         }
     }
+    let order = match file.order.as_ref().map(|o| o.get_ref().as_str()) {
+        None | Some("sequential") => Order::Sequential,
+        Some("interleaved") => Order::Interleaved,
+        Some(other) => {
+            let span = file.order.as_ref().map_or(0..0, Spanned::span);
+            error(span, format!("order `{other}`"), Some("`sequential` (the default) or `interleaved`".into()));
+            Order::Sequential
+        }
+    };
+    if order == Order::Interleaved {
+        if let Some((w, _)) = steps.iter().find(|(_, s)| s.workload == Workload::Soak) {
+            error(
+                file.workloads[*w].kind.span(),
+                "a soak workload cannot be interleaved: it is one unbroken stretch of hours".to_owned(),
+                Some("put the soak in its own plan, or use order = \"sequential\"".into()),
+            );
+        }
+    }
     if errors.is_empty() {
-        Ok(Plan { path: path.to_owned(), file, steps })
+        Ok(Plan { path: path.to_owned(), file, steps, order })
     } else {
         Err(errors)
     }

@@ -15,7 +15,7 @@ use crate::client::{Api, RequestConfig};
 use crate::pass::*;
 use crate::progress::{Progress, ProgressMode};
 use crate::provenance;
-use crate::runner::{self, Interrupt, PassSummary, Target};
+use crate::runner::{self, all_slots, Interrupt, PassSummary, Slot, Target};
 
 #[derive(Debug, Clone)]
 pub struct PlanRunOptions {
@@ -47,15 +47,74 @@ fn cells(plan: &Plan) -> Vec<(String, &str, &str)> {
         .collect()
 }
 
+/// One turn of a cell: its engine started fresh, the slots run in order, stopped. A
+/// sequential plan gives each cell one visit with every slot; an interleaved one gives each
+/// cell one visit per round, round k holding repetition k of every step (and its warmups).
+struct Visit {
+    cell: usize,
+    parts: Vec<Part>,
+}
+
+/// One step within a visit.
+struct Part {
+    workload_index: usize,
+    step: Step,
+    /// Warmups and measured repetitions; a soak step's measured runs are open-ended and not
+    /// listed.
+    slots: Vec<Slot>,
+}
+
+fn schedule(plan: &Plan, n_cells: usize) -> Vec<Visit> {
+    match plan.order {
+        Order::Sequential => (0..n_cells)
+            .map(|cell| Visit {
+                cell,
+                parts: plan.steps.iter().map(|&(w, step)| Part { workload_index: w, step, slots: all_slots(&[step]) }).collect(),
+            })
+            .collect(),
+        Order::Interleaved => {
+            let rounds = plan.steps.iter().map(|(_, s)| s.runs).max().unwrap_or(0);
+            let mut visits = Vec::new();
+            for round in 0..rounds {
+                for cell in 0..n_cells {
+                    let parts = plan
+                        .steps
+                        .iter()
+                        .filter(|(_, s)| s.runs > round)
+                        .map(|&(w, step)| {
+                            // Every turn starts a fresh engine, so every turn warms it up; the
+                            // warmups are numbered on so that no two share a place.
+                            let warmups = (0..step.warmup).map(|i| Slot { step, rep: round * step.warmup + i, warmup: true });
+                            let slots = warmups.chain([Slot { step, rep: round, warmup: false }]).collect();
+                            Part { workload_index: w, step, slots }
+                        })
+                        .collect();
+                    visits.push(Visit { cell, parts });
+                }
+            }
+            visits
+        }
+    }
+}
+
+fn is_soak(part: &Part) -> bool {
+    part.step.workload == Workload::Soak
+}
+
 /// The schedule and what it costs in waiting, without running anything.
 pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
     let mut out = String::new();
     let gaps = &plan.file.gaps;
     let mut waiting = 0.0;
+    let mut soaking = 0.0;
     let mut runs = 0;
     let mut tokens = 0;
     let cells = cells(plan);
-    for (n, (id, engine, model)) in cells.iter().enumerate() {
+    if plan.order == Order::Interleaved {
+        out.push_str("order: interleaved (round k runs repetition k of every cell, each engine started fresh and warmed up for its turn)\n");
+    }
+    for (n, visit) in schedule(plan, cells.len()).iter().enumerate() {
+        let (id, engine, model) = &cells[visit.cell];
         if n > 0 {
             let gap = gaps.between_cells_s * gap_scale;
             waiting += gap;
@@ -71,20 +130,28 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
             out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", spec.health_timeout_s));
         }
         let mut last_workload = None;
-        for (w, step) in &plan.steps {
-            if last_workload.is_some_and(|l| l != *w) {
+        for part in &visit.parts {
+            if last_workload.is_some_and(|l| l != part.workload_index) {
                 let gap = gaps.between_workloads_s * gap_scale;
                 waiting += gap;
                 out.push_str(&format!("  wait {gap:.0} s between workloads\n"));
             }
-            last_workload = Some(*w);
+            last_workload = Some(part.workload_index);
+            let step = part.step;
             let what = match step.workload {
-                Workload::Sustained => "sustained".to_owned(),
+                Workload::Sustained | Workload::Soak => step.workload.as_str().to_owned(),
                 other => format!("{} {}", other.as_str(), step.target_prompt_tokens),
             };
-            out.push_str(&format!("  {what}: {} warmup + {} runs × {} tokens\n", step.warmup, step.runs, step.max_tokens));
-            runs += step.warmup + step.runs;
-            tokens += u64::from(step.warmup + step.runs) * step.max_tokens;
+            let (warmups, measured) = (part.slots.iter().filter(|s| s.warmup).count(), part.slots.iter().filter(|s| !s.warmup).count());
+            let reps = match (plan.order, is_soak(part)) {
+                (_, true) => format!("runs back to back for {}", duration(step.duration_s.unwrap_or(0) as f64)),
+                (Order::Interleaved, false) => format!("rep {}", part.slots.last().map_or(0, |s| s.rep)),
+                (Order::Sequential, false) => format!("{measured} runs"),
+            };
+            out.push_str(&format!("  {what}: {warmups} warmup + {reps} × {} tokens\n", step.max_tokens));
+            runs += part.slots.len();
+            tokens += part.slots.len() as u64 * step.max_tokens;
+            soaking += step.duration_s.unwrap_or(0) as f64;
         }
         if spec.start.is_some() {
             out.push_str("  stop\n");
@@ -92,10 +159,11 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
     }
     // Decode time depends on the engine; 30 tok/s is a slow laptop's, so the estimate is high.
     let decode = tokens as f64 / 30.0;
+    let soak = if soaking > 0.0 { format!(" + {soaking:.0} s of soak") } else { String::new() };
     out.push_str(&format!(
-        "\n{} cells, {runs} runs, {tokens} tokens: {waiting:.0} s of gaps + about {decode:.0} s of decoding at 30 tok/s ≈ {}\n",
+        "\n{} cells, {runs} runs, {tokens} tokens: {waiting:.0} s of gaps{soak} + about {decode:.0} s of decoding at 30 tok/s ≈ {}\n",
         cells.len(),
-        duration(waiting + decode)
+        duration(waiting + soaking + decode)
     ));
     out
 }
@@ -139,28 +207,30 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let pass_id = options.pass_id.clone().unwrap_or_else(|| runner::default_pass_id(&started_at, &name));
     runner::check_pass_id(&pass_id)?;
     let cell_list = cells(plan);
-    let (dir, mut info, mut writer, done) = match &options.resume {
+    let (dir, mut info, mut writer, done, soaks) = match &options.resume {
         Some(dir) => {
             let pass = read_pass(dir)?;
             let planned: Vec<Step> = steps.clone();
             let recorded = pass.info.request.as_ref().map(|r| r.steps.clone()).unwrap_or_default();
+            let recorded_order = pass.info.request.as_ref().map(|r| r.order).unwrap_or_default();
             let same_cells = pass.info.cells.len() == cell_list.len()
                 && pass.info.cells.iter().zip(&cell_list).all(|(c, (id, engine, _))| c.id == *id && c.engine.name == *engine);
             anyhow::ensure!(
-                recorded == planned && same_cells,
-                "{} was not made from this plan (its cells or steps differ); resume it with the plan that made it",
+                recorded == planned && same_cells && recorded_order == plan.order,
+                "{} was not made from this plan (its cells, steps or order differ); resume it with the plan that made it",
                 dir.display()
             );
             if let Some(torn) = &pass.torn_tail {
                 eprintln!("note: line {} of runs.jsonl was cut short by the interruption; that run is made again", torn.line);
             }
             let done: std::collections::HashSet<Place> = pass.runs.iter().map(place).collect();
+            let soaks = soaks_so_far(&pass.runs);
             let mut info = pass.info;
             info.status = PassStatus::Running;
             info.finished_at = None;
             let writer = PassWriter::reopen(dir)?;
             writer.update_info(&info)?;
-            (dir.clone(), info, writer, done)
+            (dir.clone(), info, writer, done, soaks)
         }
         None => {
             let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
@@ -180,26 +250,34 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                         }
                     })
                     .collect();
-            let info = runner::new_pass_info(pass_id, started_at, cells, runner::request_params(&base_request, request.concurrency, steps.clone()));
+            let params = RequestParams { order: plan.order, ..runner::request_params(&base_request, request.concurrency, steps.clone()) };
+            let info = runner::new_pass_info(pass_id, started_at, cells, params);
             let writer = PassWriter::create(&dir, &info)?;
-            (dir, info, writer, std::collections::HashSet::new())
+            (dir, info, writer, std::collections::HashSet::new(), std::collections::HashMap::new())
         }
     };
-    let total_runs: u64 = (cell_list.len() as u64 * steps.iter().map(|s| u64::from(s.warmup + s.runs)).sum::<u64>()).saturating_sub(done.len() as u64);
+    let visits = schedule(plan, cell_list.len());
+    let is_done = |cell_id: &str, slot: &Slot| done.contains(&(cell_id.to_owned(), slot.step.workload, slot.step.target_prompt_tokens, slot.rep, slot.warmup));
+    let total_runs = visits
+        .iter()
+        .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
+        .filter(|(cell, slot)| !is_done(&cell_list[*cell].0, slot))
+        .count() as u64;
     let progress = Progress::new(options.progress, total_runs);
     let mut summary = runner::new_summary(&dir);
     let mut interrupt = Interrupt::on_ctrl_c();
     let cpu_at_start = provenance::process_cpu_seconds();
 
     let mut n_started = 0;
-    'cells: for (cell_id, engine_name, model_name) in cell_list.iter() {
-        let planned = steps.iter().map(|s| (s.warmup + s.runs) as usize).sum::<usize>();
-        let already = done.iter().filter(|p| p.0 == *cell_id).count();
-        if already >= planned {
+    'visits: for visit in &visits {
+        let (cell_id, engine_name, model_name) = &cell_list[visit.cell];
+        let soak_left = |part: &Part| is_soak(part) && soaks.get(cell_id).is_none_or(|s| s.soaked_ms < part.step.duration_s.unwrap_or(0) * 1000);
+        let todo = visit.parts.iter().any(|p| p.slots.iter().any(|s| !is_done(cell_id, s)) || soak_left(p));
+        if !todo {
             continue;
         }
-        if already > 0 {
-            // Resumed mid-cell: the rest of its runs come from a freshly started engine.
+        if visit.parts.iter().any(|p| p.slots.iter().any(|s| is_done(cell_id, s)) || (is_soak(p) && soaks.contains_key(cell_id))) {
+            // Resumed mid-turn: the rest of its runs come from a freshly started engine.
             info.cells.iter_mut().filter(|c| c.id == *cell_id).for_each(|c| c.restarted_on_resume = true);
         }
         n_started += 1;
@@ -207,6 +285,12 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             summary.status = PassStatus::Interrupted;
             break;
         }
+        let not_run = |writer: &mut PassWriter, summary: &mut PassSummary, class: &str, message: &str| -> anyhow::Result<()> {
+            let mut slots: Vec<Slot> = visit.parts.iter().flat_map(|p| p.slots.iter().copied()).filter(|s| !is_done(cell_id, s)).collect();
+            // A soak that could not start is one failed run, so that the report shows it.
+            slots.extend(visit.parts.iter().filter(|p| soak_left(p)).map(|p| Slot { step: p.step, rep: soaks.get(cell_id).map_or(0, |s| s.next_rep), warmup: false }));
+            record_not_run(writer, &progress, summary, cell_id, &slots, class, message)
+        };
         let spec = plan.engine(engine_name);
         let preset = preset_of(spec);
         let model = plan.model(model_name);
@@ -239,9 +323,9 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             match started {
                 Ok(e) => engine = Some(e),
                 Err(e) => {
-                    // Nothing is dropped: every planned run of the cell is recorded as failed.
-                    record_not_run(&mut writer, &progress, &mut summary, cell_id, &steps, &done, "engine-start", &format!("{e:#}"))?;
-                    continue 'cells;
+                    // Nothing is dropped: every planned run of the turn is recorded as failed.
+                    not_run(&mut writer, &mut summary, "engine-start", &format!("{e:#}"))?;
+                    continue 'visits;
                 }
             }
         }
@@ -249,11 +333,11 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         let facts = match runner::probe_server(&http, &base, api_key.as_deref(), &model_id, None).await {
             Ok(facts) => facts,
             Err(e) => {
-                record_not_run(&mut writer, &progress, &mut summary, cell_id, &steps, &done, "connect", &format!("{e:#}"))?;
+                not_run(&mut writer, &mut summary, "connect", &format!("{e:#}"))?;
                 if let Some(mut e) = engine {
                     e.stop().await;
                 }
-                continue 'cells;
+                continue 'visits;
             }
         };
         let executable = spec
@@ -326,33 +410,35 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             live: Some(progress.live()),
         };
         let mut last_workload = None;
-        for (w, step) in &plan.steps {
-            if last_workload.is_some_and(|l| l != *w) && !gap(plan.file.gaps.between_workloads_s * options.gap_scale, &mut interrupt).await {
+        for part in &visit.parts {
+            if last_workload.is_some_and(|l| l != part.workload_index) && !gap(plan.file.gaps.between_workloads_s * options.gap_scale, &mut interrupt).await {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
                     e.stop().await;
                 }
-                break 'cells;
+                break 'visits;
             }
-            last_workload = Some(*w);
-            let mut jobs = match runner::cut_jobs(std::slice::from_ref(step), false, &http, &facts.counter).await {
-                Ok(jobs) => jobs,
-                Err(e) => {
-                    // The engine may have died mid-cell: its remaining runs are recorded as failed.
-                    record_not_run(&mut writer, &progress, &mut summary, cell_id, std::slice::from_ref(step), &done, "prompt-cut", &format!("{e:#}"))?;
-                    continue;
+            last_workload = Some(part.workload_index);
+            let slots: Vec<Slot> = part.slots.iter().copied().filter(|s| !is_done(cell_id, s)).collect();
+            let finished = if slots.is_empty() {
+                true
+            } else {
+                match runner::cut_slots(&slots, false, &http, &facts.counter).await {
+                    Ok(jobs) => runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await?,
+                    Err(e) => {
+                        // The engine may have died mid-turn: the step's remaining runs are recorded as failed.
+                        record_not_run(&mut writer, &progress, &mut summary, cell_id, &slots, "prompt-cut", &format!("{e:#}"))?;
+                        true
+                    }
                 }
             };
-            jobs.retain(|j| !done.contains(&(cell_id.clone(), j.workload, j.target, j.rep, j.warmup)));
-            if jobs.is_empty() {
-                continue;
-            }
-            if !runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await? {
+            let finished = finished && (!soak_left(part) || soak(&target, part.step, soaks.get(cell_id), &mut writer, &progress, &mut summary, &mut interrupt).await?);
+            if !finished {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
                     e.stop().await;
                 }
-                break 'cells;
+                break 'visits;
             }
         }
         if let Some((_, task)) = sampler {
@@ -367,6 +453,51 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     Ok(summary)
 }
 
+/// How far a cell's soak got before an interruption.
+struct SoakSoFar {
+    /// Time covered by its runs, from the first's start to the last's start.
+    soaked_ms: u64,
+    next_rep: u32,
+}
+
+fn soaks_so_far(runs: &[RunRecord]) -> std::collections::HashMap<String, SoakSoFar> {
+    let mut soaks = std::collections::HashMap::new();
+    for run in runs.iter().filter(|r| r.workload == Workload::Soak && !r.warmup) {
+        let entry = soaks.entry(run.cell.clone()).or_insert((u64::MAX, 0, 0));
+        entry.0 = entry.0.min(run.started_unix_ms);
+        entry.1 = entry.1.max(run.started_unix_ms);
+        entry.2 = entry.2.max(run.rep + 1);
+    }
+    soaks.into_iter().map(|(cell, (first, last, next_rep))| (cell, SoakSoFar { soaked_ms: last - first, next_rep })).collect()
+}
+
+/// Runs `step` back to back until its duration is covered (what an earlier, interrupted
+/// attempt covered counts). False when Ctrl-C stopped it.
+async fn soak(
+    target: &Target<'_>,
+    step: Step,
+    so_far: Option<&SoakSoFar>,
+    writer: &mut PassWriter,
+    progress: &Progress,
+    summary: &mut PassSummary,
+    interrupt: &mut Interrupt,
+) -> anyhow::Result<bool> {
+    let duration_ms = step.duration_s.unwrap_or(0) * 1000;
+    let left = Duration::from_millis(duration_ms.saturating_sub(so_far.map_or(0, |s| s.soaked_ms)));
+    let deadline = tokio::time::Instant::now() + left;
+    let mut rep = so_far.map_or(0, |s| s.next_rep);
+    progress.note(&format!("  soak: runs back to back for {}", duration(left.as_secs_f64())));
+    while tokio::time::Instant::now() < deadline {
+        progress.expect_more(1);
+        let jobs = runner::cut_slots(&[Slot { step, rep, warmup: false }], false, target.http, target.counter).await?;
+        if !runner::run_jobs(target, &jobs, writer, progress, summary, interrupt).await? {
+            return Ok(false);
+        }
+        rep += 1;
+    }
+    Ok(true)
+}
+
 /// Waits `seconds` (a cool-down); false when Ctrl-C cut it short.
 async fn gap(seconds: f64, interrupt: &mut Interrupt) -> bool {
     if seconds <= 0.0 {
@@ -378,34 +509,26 @@ async fn gap(seconds: f64, interrupt: &mut Interrupt) -> bool {
     }
 }
 
-/// Records every planned run of a cell that could not run, with the reason.
+/// Records every slot of a cell that could not run, with the reason.
 fn record_not_run(
     writer: &mut PassWriter,
     progress: &Progress,
     summary: &mut PassSummary,
     cell_id: &str,
-    steps: &[Step],
-    done: &std::collections::HashSet<Place>,
+    slots: &[Slot],
     class: &str,
     message: &str,
 ) -> anyhow::Result<()> {
-    for step in steps {
-        for (warmup, n) in [(true, step.warmup), (false, step.runs)] {
-            for rep in 0..n {
-                if done.contains(&(cell_id.to_owned(), step.workload, step.target_prompt_tokens, rep, warmup)) {
-                    continue;
-                }
-                let run = RunRecord {
-                    // No stream was ever in flight for it.
-                    concurrency: 0,
-                    error: Some(RunError { class: class.to_owned(), message: message.to_owned() }),
-                    ..RunRecord::unmeasured(cell_id, step.workload, step.target_prompt_tokens, rep, warmup, step.max_tokens)
-                };
-                writer.append(&run)?;
-                progress.on_run(&run);
-                runner::tally(summary, &run);
-            }
-        }
+    for &Slot { step, rep, warmup } in slots {
+        let run = RunRecord {
+            // No stream was ever in flight for it.
+            concurrency: 0,
+            error: Some(RunError { class: class.to_owned(), message: message.to_owned() }),
+            ..RunRecord::unmeasured(cell_id, step.workload, step.target_prompt_tokens, rep, warmup, step.max_tokens)
+        };
+        writer.append(&run)?;
+        progress.on_run(&run);
+        runner::tally(summary, &run);
     }
     Ok(())
 }

@@ -12,6 +12,11 @@ fn free_port() -> u16 {
 /// A seed-protocol-shaped plan: two engines (plain decoding, and one that stops at 40 tokens),
 /// a KV-cache folder to clear, sustained then the prompt matrix.
 fn seed_like_plan(dir: &std::path::Path) -> std::path::PathBuf {
+    seed_like_plan_with(dir, "", 0)
+}
+
+/// [`seed_like_plan`] with `head` put at the top and `warmup` warmups per workload.
+fn seed_like_plan_with(dir: &std::path::Path, head: &str, warmup: u32) -> std::path::PathBuf {
     let cache = dir.join("kv-cache");
     std::fs::create_dir_all(cache.join("old-session")).unwrap();
     std::fs::write(cache.join("prefix.bin"), "stale").unwrap();
@@ -20,7 +25,7 @@ fn seed_like_plan(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::write(
         &plan,
         format!(
-            r#"
+            r#"{head}
 name = "seed-like"
 
 [gaps]
@@ -56,11 +61,13 @@ model = "m"
 [[workloads]]
 kind = "sustained"
 runs = 3
+warmup = {warmup}
 max_tokens = 64
 
 [[workloads]]
 kind = "prompt-matrix"
 max_tokens = 64
+warmup = {warmup}
 targets = [{{ tokens = 128, runs = 3 }}, {{ tokens = 512, runs = 2 }}, {{ tokens = 1024, runs = 1 }}]
 "#,
             p1 = free_port(),
@@ -126,6 +133,59 @@ fn a_seed_shaped_plan_runs_every_cell_workload_and_repetition_in_order() {
         let port = cell.engine.url.as_ref().unwrap().rsplit(':').next().unwrap();
         assert!(std::net::TcpListener::bind(format!("127.0.0.1:{port}")).is_ok(), "engine on {port} still running");
     }
+}
+
+#[test]
+fn an_interleaved_plan_rotates_engines_between_repetitions() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = seed_like_plan_with(tmp.path(), "order = \"interleaved\"", 1);
+    let dry = benchpass(&["run", plan.to_str().unwrap(), "--dry-run"]);
+    let dry = String::from_utf8_lossy(&dry.stdout).into_owned();
+    assert!(dry.contains("order: interleaved"), "{dry}");
+    // 3 rounds × 2 cells = 6 turns, each starting its engine fresh.
+    assert_eq!(dry.matches("start, wait for health").count(), 6, "{dry}");
+
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", "0", "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    assert_eq!(pass.info.request.as_ref().unwrap().order, harness::pass::Order::Interleaved);
+
+    // Round k: for each cell, every step that has a repetition k, each preceded by its warmup
+    // (numbered on, round by round, because every turn starts the engine afresh).
+    let steps = [(Workload::Sustained, 0, 3), (Workload::PromptMatrix, 128, 3), (Workload::PromptMatrix, 512, 2), (Workload::PromptMatrix, 1024, 1)];
+    let mut expected = Vec::new();
+    for round in 0..3 {
+        for cell in ["c0", "c1"] {
+            for (workload, target, runs) in steps {
+                if runs > round {
+                    expected.push((cell.to_owned(), workload, target, round, true));
+                    expected.push((cell.to_owned(), workload, target, round, false));
+                }
+            }
+        }
+    }
+    let order: Vec<_> = pass.runs.iter().map(|r| (r.cell.clone(), r.workload, r.target_prompt_tokens, r.rep, r.warmup)).collect();
+    assert_eq!(order, expected);
+    assert!(pass.runs.iter().all(|r| r.error.is_none()));
+    // Each turn's server output is appended to the cell's one log: three starts each.
+    let log = std::fs::read_to_string(out.join("logs/c0-plain.log")).unwrap();
+    assert_eq!(log.matches("benchpass sim listening on").count(), 3, "{log}");
+
+    // The analysis sees the same cells as a sequential pass would: 3 measured sustained runs each.
+    let sustained = pass.runs.iter().filter(|r| r.workload == Workload::Sustained && !r.warmup);
+    assert_eq!(sustained.filter(|r| r.cell == "c0").count(), 3);
+}
+
+#[test]
+fn interleaved_order_is_checked() {
+    let tmp = temp_dir();
+    let plan = seed_like_plan_with(tmp.path(), "order = \"shuffled\"", 0);
+    let output = benchpass(&["plan", "check", plan.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("plan.toml:1: order `shuffled`") && stderr.contains("`sequential` (the default) or `interleaved`"), "{stderr}");
 }
 
 #[test]
@@ -329,9 +389,19 @@ fn a_pass_killed_mid_cell_resumes_without_repeating_a_run() {
 
 #[test]
 fn kill_9_at_many_points_then_resume_loses_and_repeats_nothing() {
+    kill_9_then_resume("", 0, 18);
+}
+
+#[test]
+fn an_interleaved_pass_killed_at_many_points_resumes_without_repeating_a_run() {
+    // 2 cells × (9 measured runs + 9 warmups: 4 steps in round 0, 3 in round 1, 2 in round 2).
+    kill_9_then_resume("order = \"interleaved\"", 1, 36);
+}
+
+fn kill_9_then_resume(head: &str, warmup: u32, n_runs: usize) {
     let _one_at_a_time = engine_lock();
     let tmp = temp_dir();
-    let plan = seed_like_plan(tmp.path());
+    let plan = seed_like_plan_with(tmp.path(), head, warmup);
     // 64 tokens at 500 tok/s: a run takes ~130 ms, so kills land before, inside and between runs.
     let text = std::fs::read_to_string(&plan).unwrap().replace("\"--decode-tps\", \"2000\"", "\"--decode-tps\", \"500\"");
     std::fs::write(&plan, text).unwrap();
@@ -378,7 +448,7 @@ fn kill_9_at_many_points_then_resume_loses_and_repeats_nothing() {
     places.sort();
     places.dedup();
     assert_eq!(places.len(), n, "no run was recorded twice");
-    assert_eq!(n, 18, "2 cells × 9 runs, none lost");
+    assert_eq!(n, n_runs, "none lost");
     assert!(pass.runs.iter().all(|r| r.error.is_none()), "every engine left behind was stopped before its cell ran again");
 }
 
