@@ -241,6 +241,13 @@ struct SimArgs {
     /// Use the timer wheel alone (up to ~1 ms late per event, but no spinning; for hundreds of streams).
     #[arg(long)]
     coarse_timer: bool,
+    /// Answer 503 `Loading model` on every route for the first S seconds, as llama.cpp does
+    /// while it loads weights.
+    #[arg(long, value_name = "S")]
+    loading_s: Option<f64>,
+    /// Keep N bytes per request for good: a leaking server, for soak tests.
+    #[arg(long, value_name = "N")]
+    leak_bytes_per_request: Option<u64>,
 }
 
 /// Write a pass's runs as CSV (the columns are fixed; see docs/raw-format.md).
@@ -254,8 +261,10 @@ struct ExportArgs {
 }
 
 /// Read runs from another tool into pass folders: a runs CSV (one folder per pass_id,
-/// DIR/<pass_id>/), or llama-bench's `-o json` output (one pass; each repetition a run, in a
-/// `llama-bench` lane of its own).
+/// DIR/<pass_id>/), llama-bench's `-o json` output (one pass; each repetition a run, in a
+/// `llama-bench` lane of its own), or the result file of `vllm bench serve --save-result
+/// --save-detailed` (one pass; each request a run, failed ones included, in a `vllm-bench`
+/// lane of its own).
 #[derive(clap::Args)]
 struct ImportArgs {
     /// The file to read.
@@ -265,18 +274,27 @@ struct ImportArgs {
     out: PathBuf,
     #[arg(long, value_enum, default_value_t = ImportFormat::RunsCsv)]
     format: ImportFormat,
-    /// llama-bench only: the pass id [default: llama-bench-<file name>].
+    /// llama-bench and vllm-bench only: the pass id [default: llama-bench-<file name> or
+    /// vllm-bench-<file name>].
     #[arg(long)]
     pass_id: Option<String>,
-    /// llama-bench only: the machine the results came from (the file does not say).
+    /// llama-bench and vllm-bench only: the machine the results came from (the file does not say).
     #[arg(long)]
     machine: Option<String>,
+    /// vllm-bench only: the engine that served the requests (the file names only vLLM's client
+    /// backend, e.g. `openai`) [default: openai-compatible].
+    #[arg(long)]
+    engine: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ImportFormat {
+    /// benchpass's runs CSV (`benchpass export`).
     RunsCsv,
+    /// `llama-bench -o json`.
     LlamaBench,
+    /// `vllm bench serve --save-result --save-detailed` (or benchmarks/benchmark_serving.py).
+    VllmBench,
 }
 
 fn main() -> ExitCode {
@@ -336,6 +354,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     out_dir: &args.out,
                     pass_id: args.pass_id,
                     machine: args.machine,
+                })?],
+                ImportFormat::VllmBench => vec![harness::pass::vllm_bench::import(harness::pass::vllm_bench::VllmBenchImport {
+                    file: &args.csv,
+                    out_dir: &args.out,
+                    pass_id: args.pass_id,
+                    machine: args.machine,
+                    engine: args.engine,
                 })?],
             };
             for dir in dirs {
@@ -485,7 +510,7 @@ fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     macro_rules! set {
         ($($field:ident),*) => { $(if let Some(v) = args.$field { profile.$field = v; })* };
     }
-    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed, fail_status, fault_after_tokens);
+    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed, fail_status, fault_after_tokens, loading_s, leak_bytes_per_request);
     if args.fault.is_some() {
         profile.fault = args.fault;
     }

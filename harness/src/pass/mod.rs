@@ -1,9 +1,11 @@
-//! The raw pass on disk: its format, the append-only store, and CSV import and export.
+//! The raw pass on disk: its format, the append-only store, CSV import and export, and the
+//! importers of other tools' results (llama-bench, vllm bench serve).
 
 pub mod csv;
 pub mod format;
 pub mod llama_bench;
 pub mod store;
+pub mod vllm_bench;
 
 pub use format::*;
 pub use store::{read_pass, read_passes, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE};

@@ -10,3 +10,4 @@ mod faults;
 mod llama_cpp;
 mod mlx_lm;
 mod plans;
+mod vllm_bench;
