@@ -129,18 +129,24 @@ pub async fn start(
     std::fs::write(&pid_file, child.id().to_string()).with_context(|| format!("writing {}", pid_file.display()))?;
     let mut engine = Engine { child, stop_command, pid_file };
     let deadline = tokio::time::Instant::now() + timeout;
+    // Engines answer 503 while they load the model (llama.cpp does): that is waited out too.
     loop {
         if let Some(status) = engine.child.try_wait()? {
             anyhow::bail!("the engine exited while starting ({status}); its output is in {}", log.display());
         }
-        if let Ok(response) = http.get(health_url).send().await {
-            if response.status().is_success() {
-                return Ok(engine);
-            }
-        }
+        let last_answer = match http.get(health_url).send().await {
+            Ok(response) if response.status().is_success() => return Ok(engine),
+            Ok(response) => format!("HTTP {}", response.status()),
+            Err(e) if e.is_connect() => "connection refused".to_owned(),
+            Err(_) => "no answer".to_owned(),
+        };
         if tokio::time::Instant::now() >= deadline {
             engine.stop().await;
-            anyhow::bail!("{health_url} did not answer 200 within {:.0} s; the engine's output is in {}", timeout.as_secs_f64(), log.display());
+            anyhow::bail!(
+                "{health_url} did not answer 200 within {:.0} s (last: {last_answer}); the engine's output is in {}",
+                timeout.as_secs_f64(),
+                log.display()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -48,6 +48,11 @@ pub struct SimProfile {
     /// time (the timer wheel alone is late by up to a millisecond). Costs CPU; turn off for
     /// hundreds of concurrent streams.
     pub precise_timer: bool,
+    /// Answer 503 (`Loading model`, as llama.cpp does) on every route for this long after
+    /// starting, in seconds.
+    pub loading_s: f64,
+    /// Keep this many bytes per request for good: a server that leaks memory, for soak tests.
+    pub leak_bytes_per_request: u64,
 }
 
 impl Default for SimProfile {
@@ -72,6 +77,8 @@ impl Default for SimProfile {
             fault: None,
             fault_after_tokens: 5,
             precise_timer: true,
+            loading_s: 0.0,
+            leak_bytes_per_request: 0,
         }
     }
 }
@@ -174,6 +181,7 @@ impl SimProfile {
             "jitter is a fraction of the rate in [0, 1), e.g. 0.05 for ±5%"
         );
         anyhow::ensure!(self.fail_every != Some(0), "--fail-every must be at least 1");
+        anyhow::ensure!(self.loading_s >= 0.0 && self.loading_s.is_finite(), "--loading-s must be 0 or more seconds");
         anyhow::ensure!((400..600).contains(&self.fail_status), "--fail-status must be an HTTP error status (400–599)");
         Ok(())
     }

@@ -25,6 +25,19 @@ use crate::tokens::count_reference_tokens;
 struct Sim {
     profile: SimProfile,
     requests: AtomicU64,
+    started: Instant,
+    /// What `leak_bytes_per_request` keeps.
+    leaked: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl Sim {
+    /// llama.cpp's answer on every route while its model loads.
+    fn loading(&self) -> Option<Response> {
+        (self.started.elapsed().as_secs_f64() < self.profile.loading_s).then(|| {
+            let error = json!({"error": {"message": "Loading model", "type": "unavailable_error", "code": 503}});
+            (StatusCode::SERVICE_UNAVAILABLE, Json(error)).into_response()
+        })
+    }
 }
 
 /// Binds the listener; `addr` with port 0 picks a free port (read it back from the listener).
@@ -36,9 +49,9 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 /// Serves the reference engine on `listener` until the process ends.
 pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result<()> {
     profile.validate()?;
-    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0) });
+    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0), started: Instant::now(), leaked: Default::default() });
     let mut app = Router::new()
-        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/health", get(health))
         .route("/version", get(version))
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
@@ -56,15 +69,23 @@ pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result
     Ok(())
 }
 
+async fn health(State(sim): State<Arc<Sim>>) -> Response {
+    sim.loading().unwrap_or_else(|| Json(json!({"status": "ok"})).into_response())
+}
+
 async fn version() -> Json<Value> {
     Json(json!({"version": format!("benchpass-sim {}", env!("CARGO_PKG_VERSION"))}))
 }
 
-async fn models(State(sim): State<Arc<Sim>>) -> Json<Value> {
+async fn models(State(sim): State<Arc<Sim>>) -> Response {
+    if let Some(loading) = sim.loading() {
+        return loading;
+    }
     Json(json!({
         "object": "list",
         "data": [{"id": sim.profile.model, "object": "model", "created": 0, "owned_by": "benchpass-sim"}]
     }))
+    .into_response()
 }
 
 async fn tokenize(Json(body): Json<Value>) -> Json<Value> {
@@ -141,8 +162,16 @@ fn message_text(message: &Value) -> String {
 
 async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
     let arrived = Instant::now();
+    if let Some(loading) = sim.loading() {
+        return loading;
+    }
     let index = sim.requests.fetch_add(1, Ordering::Relaxed);
     let profile = &sim.profile;
+    if profile.leak_bytes_per_request > 0 {
+        // Written, not just reserved, so that the pages are resident.
+        let kept = vec![0xA5u8; profile.leak_bytes_per_request as usize];
+        sim.leaked.lock().unwrap_or_else(|e| e.into_inner()).push(kept);
+    }
     if profile.fail_every.is_some_and(|n| index % n == n - 1) {
         let status = StatusCode::from_u16(profile.fail_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let error = json!({"error": {"message": "injected failure", "type": "server_error", "code": status.as_u16()}});

@@ -341,3 +341,31 @@ fn a_line_cut_inside_a_character_is_a_torn_tail_and_resume_ends_a_line_left_open
     writer.append(&pass.runs[0]).unwrap();
     assert_eq!(harness::pass::read_pass(&out).unwrap().runs.len(), 4);
 }
+
+/// An address of this machine that is not loopback, if it has one: the local end of a UDP
+/// socket "connected" towards a private address (no packet is sent).
+fn non_loopback_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("10.255.255.255:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn the_sim_listens_on_loopback_unless_told_otherwise() {
+    let sim = Sim::start(&[]);
+    assert!(sim.url.starts_with("http://127.0.0.1:"), "{}", sim.url);
+    let port: u16 = sim.url.rsplit(':').next().unwrap().parse().unwrap();
+    // Reachable on loopback, and not on the machine's other address.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    match non_loopback_address() {
+        Some(ip) => {
+            let refused = std::net::TcpStream::connect_timeout(&(ip, port).into(), std::time::Duration::from_secs(2));
+            assert!(refused.is_err(), "the sim answered on {ip}:{port}");
+        }
+        None => eprintln!("note: this machine has no non-loopback address; checked loopback only"),
+    }
+    // `--help` says so too.
+    let help = String::from_utf8_lossy(&benchpass(&["sim", "--help"]).stdout).into_owned();
+    assert!(help.contains("loopback unless you say otherwise") && help.contains("[default: 127.0.0.1]"), "{help}");
+}

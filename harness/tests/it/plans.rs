@@ -484,6 +484,38 @@ fn an_engine_that_never_becomes_healthy_is_given_up_on_in_bounded_time() {
 }
 
 #[test]
+fn an_engine_answering_503_while_it_loads_is_waited_for_then_measured() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let start = r#"["{benchpass}", "sim", "--port", "{port}", "--decode-tps", "1000", "--loading-s", "1.5"]"#;
+    let plan = one_engine_plan(tmp.path(), start, free_port(), "preset = \"benchpass-sim\"\nhealth_timeout_s = 20");
+    let out = tmp.path().join("pass");
+    let started = std::time::Instant::now();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed().as_secs_f64() >= 1.5, "the 503s were waited out");
+    let pass = read_pass(&out).unwrap();
+    assert!(pass.runs.iter().all(|r| r.error.is_none() && r.http_status == Some(200)), "{:?}", pass.runs[0].error);
+}
+
+#[test]
+fn an_engine_still_loading_at_its_health_timeout_is_given_up_on_with_its_answer() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let start = r#"["{benchpass}", "sim", "--port", "{port}", "--loading-s", "60"]"#;
+    let plan = one_engine_plan(tmp.path(), start, free_port(), "preset = \"benchpass-sim\"\nhealth_timeout_s = 1");
+    let out = tmp.path().join("pass");
+    let started = std::time::Instant::now();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed().as_secs() < 20);
+    let run = &read_pass(&out).unwrap().runs[0];
+    let error = run.error.as_ref().unwrap();
+    assert_eq!(error.class, "engine-start");
+    assert!(error.message.contains("did not answer 200 within 1 s (last: HTTP 503 Service Unavailable)"), "{}", error.message);
+}
+
+#[test]
 fn a_server_that_already_answers_is_refused_not_measured() {
     // Something benchpass did not start listens on the engine's port.
     let sim = Sim::start(&["--decode-tps", "1000"]);
