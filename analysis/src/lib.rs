@@ -12,4 +12,5 @@ pub mod leaderboard;
 pub mod ranksum;
 pub mod reasons;
 pub mod runs;
+pub mod soak;
 pub mod summary;

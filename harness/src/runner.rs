@@ -345,9 +345,12 @@ pub fn tally(summary: &mut PassSummary, run: &RunRecord) {
 }
 
 /// A run that ended before its token cap: its decode rate is a burst, not sustained decode.
-/// A failed run is a failure, not a short stop.
+/// A failed run is a failure, not a short stop. An imported run whose source kept neither
+/// the cap (`max_tokens` 0) nor a finish reason cannot be called either way, and is not.
 pub fn is_short_stop(run: &RunRecord) -> bool {
+    let cap_unknown = run.max_tokens == 0 && run.finish_reason.is_none();
     run.error.is_none()
+        && !cap_unknown
         && (run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens))
 }
 

@@ -84,6 +84,7 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         notes => notes,
         spec => view::spec(steps),
         memory => view::memory(steps),
+        soak => view::soak(pass),
         reconciliation => view::reconciliation(steps),
         engines => view::engines(pass),
         charts => charts,

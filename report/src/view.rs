@@ -257,19 +257,20 @@ pub fn header(pass: &Pass) -> PassHeader {
                 .steps
                 .iter()
                 .map(|s| {
-                    let what = match s.workload {
-                        Workload::Sustained => "sustained".to_owned(),
-                        w => format!("{} {}", w.as_str(), s.target_prompt_tokens),
-                    };
-                    format!("{what}: {} warmup + {} runs × {} tokens", s.warmup, s.runs, s.max_tokens)
+                    match (s.workload, s.duration_s) {
+                        (Workload::Soak, Some(d)) => format!("soak: {} warmup + runs back to back for {} s × {} tokens", s.warmup, d, s.max_tokens),
+                        (Workload::Sustained, _) => format!("sustained: {} warmup + {} runs × {} tokens", s.warmup, s.runs, s.max_tokens),
+                        (w, _) => format!("{} {}: {} warmup + {} runs × {} tokens", w.as_str(), s.target_prompt_tokens, s.warmup, s.runs, s.max_tokens),
+                    }
                 })
                 .collect();
             format!(
-                "{} API, temperature {}, concurrency {}{}; {}",
+                "{} API, temperature {}, concurrency {}{}{}; {}",
                 r.api,
                 r.temperature,
                 r.concurrency,
                 if r.ignore_eos { ", ignore_eos" } else { "" },
+                if r.order.is_sequential() { "" } else { ", cells interleaved repetition by repetition" },
                 steps.join("; ")
             )
         }
@@ -356,6 +357,40 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
                 target: s.target_prompt_tokens,
                 peak: format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64),
             })
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
+pub struct SoakRow {
+    pub cell: String,
+    pub runs: String,
+    pub duration: String,
+    pub rss: String,
+    pub growth: String,
+    pub decode: String,
+}
+
+/// The soak of every cell that ran one: memory growth per hour with its 95 % interval.
+pub fn soak(pass: &Pass) -> Vec<SoakRow> {
+    let mib = |b: Option<u64>| b.map_or("-".to_owned(), |b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64));
+    let tps = |r: Option<f64>| r.map_or("-".to_owned(), |r| format!("{r:.1}"));
+    analysis::soak::soaks(pass)
+        .into_iter()
+        .map(|s| SoakRow {
+            cell: format!("{} · {}", s.engine, s.family),
+            runs: if s.failed > 0 { format!("{} ({} failed)", s.runs, s.failed) } else { s.runs.to_string() },
+            duration: {
+                let t = (s.hours * 3600.0).round() as u64;
+                format!("{}h{:02}m{:02}s", t / 3600, t % 3600 / 60, t % 60)
+            },
+            rss: format!("{} → {}", mib(s.first_rss_bytes), mib(s.last_rss_bytes)),
+            growth: match s.growth {
+                Some(g) => format!("{:+.1} ± {:.1} MiB/h", g.mib_per_hour, g.ci95_mib_per_hour),
+                None if s.restarted => "not fitted: the engine was restarted when the pass resumed".to_owned(),
+                None => "not fitted: no memory readings (benchpass did not start this engine) or fewer than 3 runs".to_owned(),
+            },
+            decode: format!("{} → {}", tps(s.decode_first_tps), tps(s.decode_last_tps)),
         })
         .collect()
 }

@@ -3,3 +3,4 @@
 
 mod coverage;
 mod fixtures;
+mod soak;

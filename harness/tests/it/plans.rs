@@ -530,3 +530,48 @@ fn a_server_that_already_answers_is_refused_not_measured() {
     assert_eq!(error.class, "engine-start");
     assert!(error.message.contains("something already answers"), "{}", error.message);
 }
+
+/// A soak plan: one leaking engine (`leak` bytes kept per request), `seconds` of runs.
+fn soak_plan(dir: &std::path::Path, leak: u64, seconds: u64) -> std::path::PathBuf {
+    let start = format!(
+        r#"["{{benchpass}}", "sim", "--port", "{{port}}", "--decode-tps", "1000", "--leak-bytes-per-request", "{leak}"]"#
+    );
+    let plan = dir.join("soak.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"soak\"\n\n[[engines]]\nname = \"leaky\"\npreset = \"benchpass-sim\"\nstart = {start}\nport = {port}\n\n\
+             [[models]]\nname = \"m\"\n\n[[cells]]\nengine = \"leaky\"\nmodel = \"m\"\n\n\
+             [[workloads]]\nkind = \"soak\"\nwarmup = 1\nduration_s = {seconds}\nmax_tokens = 32\n",
+            port = free_port()
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+#[test]
+fn a_soak_runs_back_to_back_for_its_duration_and_sees_a_leak_grow() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let leak = 2 << 20;
+    let plan = soak_plan(tmp.path(), leak, 4);
+    let dry = String::from_utf8_lossy(&benchpass(&["run", plan.to_str().unwrap(), "--dry-run"]).stdout).into_owned();
+    assert!(dry.contains("soak: 1 warmup + runs back to back for 0h00m04s × 32 tokens"), "{dry}");
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    let runs: Vec<_> = pass.runs.iter().filter(|r| r.workload == Workload::Soak && !r.warmup).collect();
+    // 32 tokens at 1000 tok/s plus 20 ms of latency: ~55 ms a run, so dozens in 4 s.
+    assert!(runs.len() >= 20, "{} runs", runs.len());
+    assert!(runs.iter().all(|r| r.error.is_none() && r.completion_tokens == Some(32)));
+    assert_eq!(runs.iter().map(|r| r.rep).collect::<Vec<_>>(), (0..runs.len() as u32).collect::<Vec<_>>());
+    let span_ms = runs.last().unwrap().started_unix_ms - runs[0].started_unix_ms;
+    assert!((3_500..5_000).contains(&span_ms), "runs cover the 4 s ({span_ms} ms)");
+    // The engine keeps 2 MiB per request: from the first soak run to the last, its resident
+    // memory grows by 2 MiB a request, give or take one 100 ms memory reading either end.
+    let (first, last) = (runs[0].server_peak_rss_bytes.unwrap(), runs.last().unwrap().server_peak_rss_bytes.unwrap());
+    let per_run = (last - first) as f64 / (runs.len() - 1) as f64;
+    assert!((per_run / leak as f64 - 1.0).abs() < 0.15, "{per_run} bytes a run, leak {leak}");
+}

@@ -149,3 +149,26 @@ fn the_committed_real_pass_renders_to_its_committed_report_with_engine_build_mar
         "reports/{REAL_PASS}/report.md is stale: run `cargo xtask report data/passes/{REAL_PASS}`"
     );
 }
+
+#[test]
+fn a_soak_pass_has_a_soak_section_with_its_growth_per_hour() {
+    // The figures are checked against the leak's truth in analysis's soak test; here, where they go.
+    let pass = read_pass(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/soak/leaky-sim")).unwrap();
+    let soak = &analysis::soak::soaks(&pass)[0];
+    let g = soak.growth.unwrap();
+    let r = render(&pass);
+    assert!(r.markdown.contains("## Soak"), "{}", r.markdown);
+    let row = r.markdown.lines().find(|l| l.starts_with("| leaky-sim · sim-model |") && l.contains("MiB/h")).unwrap();
+    let mib = |b: Option<u64>| format!("{:.1} MiB", b.unwrap() as f64 / (1u64 << 20) as f64);
+    let expected = format!(
+        "| leaky-sim · sim-model | {} | 0h00m06s | {} → {} | {:+.1} ± {:.1} MiB/h |",
+        soak.runs,
+        mib(soak.first_rss_bytes),
+        mib(soak.last_rss_bytes),
+        g.mib_per_hour,
+        g.ci95_mib_per_hour
+    );
+    assert!(row.starts_with(&expected), "{row}\n{expected}");
+    assert!(r.markdown.contains("soak: 1 warmup + runs back to back for 6 s × 16 tokens"));
+    assert!(r.html.contains("<h2>Soak</h2>") && r.html.contains("MiB&#x2f;h"), "{}", r.html);
+}
