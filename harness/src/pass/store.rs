@@ -26,6 +26,19 @@ pub enum PassError {
     BadRun { path: PathBuf, line: usize, source: serde_json::Error },
     #[error("{path} already holds a pass; choose an empty or new --out folder")]
     AlreadyExists { path: PathBuf },
+    #[error(
+        "{path}: could not write run {n}: {cause}; the {before} runs before it are intact{hint}",
+        n = before + 1,
+        hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
+    )]
+    // Not `source`: the message already carries it, and a chain would print it twice.
+    Append { path: PathBuf, before: usize, cause: std::io::Error },
+}
+
+/// No space left on the device, or over a quota or the file-size limit.
+fn is_disk_full(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PassError + '_ {
@@ -85,8 +98,15 @@ impl PassWriter {
         let path = self.dir.join(RUNS_FILE);
         let mut line = serde_json::to_vec(run).expect("run records always serialize");
         line.push(b'\n');
-        self.runs.write_all(&line).map_err(io(&path))?;
-        self.runs.sync_data().map_err(io(&path))?;
+        let before = self.runs.metadata().map(|m| m.len());
+        if let Err(cause) = self.runs.write_all(&line).and_then(|()| self.runs.sync_data()) {
+            // Take back the part of the line that did get written (a full disk takes what
+            // fits), so the file still ends on a whole record.
+            if let Ok(len) = before {
+                let _ = self.runs.set_len(len);
+            }
+            return Err(PassError::Append { path, before: self.n_runs, cause });
+        }
         self.n_runs += 1;
         Ok(())
     }

@@ -369,3 +369,44 @@ fn the_sim_listens_on_loopback_unless_told_otherwise() {
     let help = String::from_utf8_lossy(&benchpass(&["sim", "--help"]).stdout).into_owned();
     assert!(help.contains("loopback unless you say otherwise") && help.contains("[default: 127.0.0.1]"), "{help}");
 }
+
+/// Whether this machine lets an unprivileged process have its own mount namespace.
+fn private_mounts_work() -> bool {
+    std::process::Command::new("unshare").args(["-rm", "true"]).status().is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_full_disk_stops_the_pass_with_a_clear_error_and_the_runs_written_intact() {
+    if !private_mounts_work() {
+        eprintln!("note: `unshare -rm` is not allowed here; the disk-full test needs a private 64 KiB tmpfs");
+        return;
+    }
+    let sim = Sim::start(&["--decode-tps", "4000"]);
+    let tmp = temp_dir();
+    let (mount, kept) = (tmp.path().join("small-disk"), tmp.path().join("kept"));
+    std::fs::create_dir_all(&mount).unwrap();
+    // A 64 KiB disk of its own, in a private mount namespace; the pass is copied out before the
+    // namespace (and its disk) goes away.
+    let script = r#"mount -t tmpfs -o size=64k tmpfs "$1" || exit 99
+"$2" run --url "$3" --model sim-model --engine sim --runs 500 --max-tokens 16 --out "$1/pass" --progress quiet
+code=$?
+cp -r "$1/pass" "$4"
+exit $code"#;
+    let output = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .args([mount.to_str().unwrap(), BENCHPASS, &sim.url, kept.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(99), "mounting the small disk failed: {stderr}");
+    assert!(!output.status.success(), "500 runs cannot fit in 64 KiB: {stderr}");
+    assert!(stderr.contains("runs.jsonl: could not write run") && stderr.contains("No space left on device"), "{stderr}");
+    assert!(stderr.contains("(the disk is full: free space, then resume the pass or measure again)"), "{stderr}");
+    // As many runs on disk as the error says, every one whole: the half-written line was taken back.
+    let before: usize = stderr.split("; the ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+    let pass = harness::pass::read_pass(&kept).unwrap();
+    assert!(pass.torn_tail.is_none());
+    assert_eq!(pass.runs.len(), before);
+    assert!(before >= 10, "{before} runs fitted");
+    assert!(pass.runs.iter().all(|r| r.error.is_none() && r.completion_tokens == Some(16)));
+}
