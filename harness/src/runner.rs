@@ -219,6 +219,8 @@ pub struct Target<'a> {
     pub metrics_url: Option<String>,
     /// Fed as tokens arrive, for the progress display's live rate.
     pub live: Option<&'a crate::progress::Live>,
+    /// Merged into `logit_bias` for jobs that ignore EOS, where the engine has no `ignore_eos`.
+    pub ignore_eos_logit_bias: Option<&'a serde_json::Value>,
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -289,6 +291,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         build,
         restarted_on_resume: false,
         request_extra: None,
+        ignore_eos_logit_bias: None,
     }];
     let mut info = new_pass_info(pass_id, started_at, cells, request_params(&options.request, options.concurrency, options.steps.clone()));
     let mut writer = PassWriter::create(&dir, &info)?;
@@ -305,6 +308,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         memory: None,
         metrics_url: None,
         live: Some(progress.live()),
+        ignore_eos_logit_bias: None,
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -453,6 +457,15 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let mut body = target.request.body(&job.prompt, job.max_tokens);
     if job.ignore_eos {
         body["ignore_eos"] = serde_json::Value::Bool(true);
+        if let Some(serde_json::Value::Object(bias)) = target.ignore_eos_logit_bias {
+            // On top of any logit_bias the plan sets.
+            if !body.get("logit_bias").is_some_and(serde_json::Value::is_object) {
+                body["logit_bias"] = serde_json::json!({});
+            }
+            if let Some(merged) = body["logit_bias"].as_object_mut() {
+                merged.extend(bias.clone());
+            }
+        }
     }
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

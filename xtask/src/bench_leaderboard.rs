@@ -90,6 +90,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                 build: BuildInfo { sha256: Some(format!("{:064x}", i + 1)), files: vec![] },
                 restarted_on_resume: false,
                 request_extra: None,
+                ignore_eos_logit_bias: None,
             })
             .collect();
         let info = PassInfo {

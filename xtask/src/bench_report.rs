@@ -53,6 +53,7 @@ fn twelve_cell_pass() -> Pass {
                 build: BuildInfo { sha256: Some(format!("{:064x}", cells.len() + 1)), files: vec![] },
                 restarted_on_resume: false,
                 request_extra: None,
+                ignore_eos_logit_bias: None,
             });
         }
     }

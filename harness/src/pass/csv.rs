@@ -158,6 +158,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
             build: BuildInfo { sha256: row.optional_text("build_sha256")?, files: vec![] },
             restarted_on_resume: false,
             request_extra: None,
+            ignore_eos_logit_bias: None,
         };
         let cell_id = match build.cells.iter().find(|c| same_cell(c, &cell)) {
             Some(existing) => existing.id.clone(),

@@ -84,6 +84,10 @@ pub struct CellInfo {
     /// Fields merged into every request of this cell (the plan's, the preset's, the engine's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_extra: Option<Value>,
+    /// Sent as `logit_bias` in the requests of steps that ignore EOS, for an engine that does
+    /// not honour `ignore_eos` (mlx-lm): the model's EOS ids, each pushed out of reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_eos_logit_bias: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -77,6 +77,7 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
                     build: BuildInfo::default(),
                     restarted_on_resume: false,
                     request_extra: None,
+                    ignore_eos_logit_bias: None,
                 });
                 id
             }

@@ -94,6 +94,7 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
                     build: BuildInfo::default(),
                     restarted_on_resume: false,
                     request_extra: None,
+                    ignore_eos_logit_bias: None,
                 });
                 reps.push(0);
                 cells.len() - 1

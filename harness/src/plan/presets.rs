@@ -10,6 +10,16 @@ pub enum VersionFrom {
     Command { arg: &'static str },
 }
 
+/// How an engine is asked to run past EOS (steps with `ignore_eos`, e.g. ppN-tgM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IgnoreEos {
+    /// The request field `ignore_eos: true` (llama.cpp, vLLM and their kin).
+    Field,
+    /// `logit_bias` pushing the model's EOS ids out of reach; the ids come from the weights
+    /// folder's `config.json` / `generation_config.json` (mlx-lm ignores `ignore_eos`).
+    LogitBias,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Preset {
     pub name: &'static str,
@@ -22,6 +32,7 @@ pub struct Preset {
     pub metrics_path: Option<&'static str>,
     /// Request fields this engine honours that a fair benchmark wants set.
     pub request_extra: &'static [(&'static str, &'static str)],
+    pub ignore_eos: IgnoreEos,
     pub source: &'static str,
 }
 
@@ -34,6 +45,7 @@ pub const PRESETS: &[Preset] = &[
         metrics_path: Some("/metrics"),
         // Prompt caching is on by default and would serve repeated prefixes from cache.
         request_extra: &[("cache_prompt", "false")],
+        ignore_eos: IgnoreEos::Field,
         source: "llama.cpp tools/server/README.md: /health (503 while loading), /props build_info, --metrics, cache_prompt",
     },
     Preset {
@@ -43,6 +55,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: Some("/metrics"),
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "vLLM docs, OpenAI-compatible server: /health, /version, /metrics; ignore_eos and min_tokens are extra sampling params",
     },
     Preset {
@@ -52,7 +65,8 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: None,
         request_extra: &[],
-        source: "mlx-lm SERVER.md: /v1/models, /v1/chat/completions; --prompt-cache-size 0 disables its prompt cache",
+        ignore_eos: IgnoreEos::LogitBias,
+        source: "mlx-lm SERVER.md: /v1/models, /v1/chat/completions, logit_bias; --prompt-cache-size 0 disables its prompt cache; server.py reads no ignore_eos",
     },
     Preset {
         name: "ollama",
@@ -61,6 +75,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: None,
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "Ollama docs/api.md: GET /api/version; OpenAI compatibility at /v1",
     },
     Preset {
@@ -70,6 +85,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: None,
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "LM Studio docs, OpenAI compatibility endpoints (/v1/models); version is best read from `lms version`",
     },
     Preset {
@@ -79,6 +95,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: Some("~/.omlx/cache"),
         metrics_path: None,
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "oMLX README: OpenAI-compatible server with a persistent prefix cache on disk",
     },
     Preset {
@@ -88,6 +105,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: Some("/metrics"),
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "vllm-mlx README: vLLM-style server (/health, /version, /metrics) on MLX",
     },
     Preset {
@@ -97,6 +115,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: None,
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "this project: `benchpass sim` (docs/raw-format.md, ARCHITECTURE.md)",
     },
     Preset {
@@ -106,6 +125,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: None,
         metrics_path: None,
         request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
         source: "the OpenAI API: GET /v1/models is the one endpoint every compatible server has",
     },
 ];

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::file::{expand_home, find_executable, resolve, EngineSpec, Plan};
 use super::lifecycle::{self, Placeholders};
-use super::presets::{self, VersionFrom};
+use super::presets::{self, IgnoreEos, VersionFrom};
 use crate::client::{Api, RequestConfig};
 use crate::pass::*;
 use crate::progress::{Progress, ProgressMode};
@@ -247,6 +247,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                             build: BuildInfo::default(),
                             restarted_on_resume: false,
                             request_extra: None,
+                            ignore_eos_logit_bias: None,
                         }
                     })
                     .collect();
@@ -392,8 +393,22 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         }
         extra.extend(to_json(&spec.extra));
         let sampler = engine.as_ref().map(|e| crate::memory::MemorySampler::start(e.pid()));
+        let ignore_eos_bias = match (preset.ignore_eos, &weights) {
+            (IgnoreEos::LogitBias, Some(weights)) if steps.iter().any(|s| s.ignore_eos) => {
+                let bias = super::eos::logit_bias(&super::eos::eos_ids(weights));
+                if bias.is_none() {
+                    progress.note(&format!(
+                        "  warning: {engine_name} ignores `ignore_eos` and {} names no eos_token_id: runs may stop early (they are flagged if so)",
+                        weights.display()
+                    ));
+                }
+                bias
+            }
+            _ => None,
+        };
         if let Some(c) = info.cells.iter_mut().find(|c| c.id == *cell_id) {
             c.request_extra = (!extra.is_empty()).then(|| Value::Object(extra.clone()));
+            c.ignore_eos_logit_bias = ignore_eos_bias.clone();
         }
         writer.update_info(&info)?;
         let cell_request = RequestConfig { model: model_id.clone(), extra: (!extra.is_empty()).then_some(Value::Object(extra)), ..base_request.clone() };
@@ -408,6 +423,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             memory: sampler.as_ref().map(|(s, _)| s.as_ref()),
             metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
             live: Some(progress.live()),
+            ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
         };
         let mut last_workload = None;
         for part in &visit.parts {

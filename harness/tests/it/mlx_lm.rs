@@ -76,3 +76,87 @@ targets = [{{ tokens = 256, runs = 1 }}]
         assert!(run.ttft_ms.is_some() && run.decode_ms.is_some());
     }
 }
+
+/// The tiny model with its EOS row made large, so that greedy decoding stops within a few
+/// tokens, made in `dir` with the install's own Python.
+fn eos_prone_model(install: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
+    let model = dir.join("eos-prone");
+    std::fs::create_dir_all(&model).unwrap();
+    for entry in std::fs::read_dir(install.join("models/tiny")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), model.join(entry.file_name())).unwrap();
+    }
+    let script = r#"
+import json, sys
+import numpy as np
+from safetensors.numpy import load_file, save_file
+path = sys.argv[1]
+t = load_file(path + "/model.safetensors")
+eos = json.load(open(path + "/config.json"))["eos_token_id"]
+w = t["lm_head.weight"]
+w[eos] = np.random.default_rng(7).standard_normal(w.shape[1]).astype(np.float32) * 100.0
+save_file(t, path + "/model.safetensors", metadata={"format": "pt"})
+"#;
+    let status = std::process::Command::new(install.join("venv/bin/python")).args(["-c", script]).arg(&model).status().unwrap();
+    assert!(status.success());
+    model
+}
+
+#[test]
+fn mlx_lm_runs_past_eos_through_logit_bias_where_a_step_ignores_eos() {
+    let Some(dir) = install() else { return };
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let model = eos_prone_model(&dir, tmp.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let plan = tmp.path().join("mlx-eos.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+[[engines]]
+name = "mlx-lm"
+preset = "mlx-lm"
+start = ["{server}", "--model", "{{weights}}", "--host", "127.0.0.1", "--port", "{{port}}", "--prompt-cache-size", "0"]
+port = {port}
+env = {{ HF_HUB_OFFLINE = "1", HF_HUB_CACHE = "{hf_cache}" }}
+
+[[models]]
+name = "eos-prone"
+id = "default_model"
+weights = "{model}"
+
+[[cells]]
+engine = "mlx-lm"
+model = "eos-prone"
+
+[[workloads]]
+kind = "sustained"
+runs = 1
+max_tokens = 48
+
+[[workloads]]
+kind = "pp-tg"
+ignore_eos = true
+max_tokens = 48
+targets = [{{ tokens = 64, runs = 1 }}]
+"#,
+            server = dir.join("venv/bin/mlx_lm.server").display(),
+            hf_cache = dir.join("hf-cache").display(),
+            model = model.display(),
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    // The model's EOS id (1, from config.json) is pushed out of reach, and the pass says so.
+    assert_eq!(pass.info.cells[0].ignore_eos_logit_bias, Some(serde_json::json!({"1": -1.0e9})));
+    let (sustained, pptg) = (&pass.runs[0], &pass.runs[1]);
+    // Without ignore_eos the model stops within a few tokens: a short stop, as it should be.
+    assert_eq!(sustained.finish_reason.as_deref(), Some("stop"));
+    assert!(sustained.completion_tokens.unwrap() < 48, "{:?}", sustained.completion_tokens);
+    // With it, mlx-lm (which reads no ignore_eos) runs to the cap.
+    assert_eq!((pptg.completion_tokens, pptg.finish_reason.as_deref()), (Some(48), Some("length")));
+}
