@@ -232,7 +232,8 @@ struct SimArgs {
     #[arg(long, value_name = "CODE")]
     fail_status: Option<u16>,
     /// Fault in every streamed reply: crash-mid-stream, hang-before-first-token, truncated-json,
-    /// malformed-sse-line, wrong-content-type, huge-event, only-role, double-done, data-after-done.
+    /// malformed-sse-line, wrong-content-type, huge-event, only-role, double-done, data-after-done,
+    /// error-event, ends-early.
     #[arg(long, value_name = "NAME", value_parser = parse_fault)]
     fault: Option<harness::sim::Fault>,
     /// Tokens sent before a mid-stream fault strikes.

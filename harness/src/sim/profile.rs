@@ -106,10 +106,15 @@ pub enum Fault {
     DoubleDone,
     /// More token events after `[DONE]`.
     DataAfterDone,
+    /// An `{"error": …}` event after `fault_after_tokens` tokens, then the stream ends (how
+    /// vLLM and llama.cpp report a failure once streaming has begun).
+    ErrorEvent,
+    /// The stream ends cleanly after `fault_after_tokens` tokens: no finish reason, no `[DONE]`.
+    EndsEarly,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 9] = [
+    pub const ALL: [Fault; 11] = [
         Fault::CrashMidStream,
         Fault::HangBeforeFirstToken,
         Fault::TruncatedJson,
@@ -119,6 +124,8 @@ impl Fault {
         Fault::OnlyRole,
         Fault::DoubleDone,
         Fault::DataAfterDone,
+        Fault::ErrorEvent,
+        Fault::EndsEarly,
     ];
 
     pub fn name(self) -> String {

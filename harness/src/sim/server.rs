@@ -361,6 +361,13 @@ fn stream_reply(mut reply: Reply) -> Response {
                     Some(Fault::MalformedSseLine) => {
                         let _ = tx.send(Ok(Bytes::from_static(b"garbage without a field\n"))).await;
                     }
+                    Some(Fault::ErrorEvent) => {
+                        let error = json!({"error": {"message": "injected server error", "type": "server_error", "code": 500}});
+                        let _ = tx.send(Ok(sse(&error))).await;
+                        return;
+                    }
+                    // Dropping the sender ends the body cleanly.
+                    Some(Fault::EndsEarly) => return,
                     _ => {}
                 }
             }

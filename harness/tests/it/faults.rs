@@ -246,6 +246,24 @@ fn a_second_done_and_data_after_done_change_nothing() {
 }
 
 #[test]
+fn an_error_event_mid_stream_is_a_server_error_with_its_message_and_what_came_before() {
+    // The default fault point: after 5 tokens.
+    let run = run_with_fault("error-event", &[]);
+    let error = run.error.as_ref().unwrap();
+    assert_eq!((error.class.as_str(), error.message.as_str()), ("server-error", "injected server error"));
+    assert_eq!(token_events(&run), 5, "the 5 tokens before the error are kept");
+}
+
+#[test]
+fn a_stream_that_just_ends_is_an_incomplete_stream() {
+    let run = run_with_fault("ends-early", &[]);
+    let error = run.error.as_ref().unwrap();
+    assert_eq!(error.class, "incomplete-stream", "{}", error.message);
+    assert!(error.message.contains("without a finish reason or [DONE]"));
+    assert_eq!((token_events(&run), run.finish_reason.as_deref()), (5, None));
+}
+
+#[test]
 fn a_429_is_recorded_and_its_retry_after_honoured() {
     let sim = Sim::start(&["--decode-tps", "1000", "--fail-every", "2", "--fail-status", "429"]);
     let tmp = temp_dir();
