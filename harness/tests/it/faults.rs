@@ -320,6 +320,42 @@ fn a_newer_schema_or_a_corrupt_pass_json_is_one_clear_line() {
 }
 
 #[test]
+fn a_pass_json_without_a_schema_version_or_a_bad_middle_line_is_named() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    run_pass(&sim, &out, &["--runs", "3", "--max-tokens", "4"]);
+    let pass_json = out.join(harness::pass::PASS_FILE);
+    let text = std::fs::read_to_string(&pass_json).unwrap();
+    std::fs::write(&pass_json, text.replace("\"schema_version\": 1,", "")).unwrap();
+    let stderr = String::from_utf8_lossy(&benchpass(&["export", out.to_str().unwrap(), "--out", "-"]).stderr).into_owned();
+    assert!(stderr.contains("pass.json: not a benchpass pass.json: missing field `schema_version`"), "{stderr}");
+    std::fs::write(&pass_json, text).unwrap();
+
+    // A damaged line that is not the last is not a torn tail: it is an error naming its line.
+    let runs = out.join(RUNS_FILE);
+    let lines: Vec<String> = std::fs::read_to_string(&runs).unwrap().lines().map(str::to_owned).collect();
+    std::fs::write(&runs, format!("{}\n{{\"not\": \"a run\"}}\n{}\n", lines[0], lines[2])).unwrap();
+    let output = benchpass(&["export", out.to_str().unwrap(), "--out", "-"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("runs.jsonl:2: not a run record"), "{stderr}");
+}
+
+#[test]
+fn an_empty_weights_folder_is_named_before_anything_runs() {
+    let sim = Sim::start(&["--decode-tps", "1000"]);
+    let tmp = temp_dir();
+    let (out, weights) = (pass_dir(&tmp), tmp.path().join("empty-model"));
+    std::fs::create_dir_all(&weights).unwrap();
+    let output = benchpass(&["run", "--url", &sim.url, "--model", "m", "--weights", weights.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the folder holds no files"), "{stderr}");
+    assert!(!out.exists(), "no half-written pass");
+}
+
+#[test]
 fn a_missing_weight_file_is_named_before_anything_runs() {
     let sim = Sim::start(&["--decode-tps", "1000"]);
     let tmp = temp_dir();

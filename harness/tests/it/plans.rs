@@ -575,3 +575,156 @@ fn a_soak_runs_back_to_back_for_its_duration_and_sees_a_leak_grow() {
     let per_run = (last - first) as f64 / (runs.len() - 1) as f64;
     assert!((per_run / leak as f64 - 1.0).abs() < 0.15, "{per_run} bytes a run, leak {leak}");
 }
+
+/// A two-cell plan on the sim (`start_extra` added to both start commands), one sustained run
+/// of 8 tokens per cell, with `gaps` as its [gaps] section.
+fn two_cell_plan(dir: &std::path::Path, start_extra: &str, gaps: &str) -> std::path::PathBuf {
+    let plan = dir.join("two.toml");
+    let engine = |name: &str| {
+        format!(
+            "[[engines]]\nname = \"{name}\"\npreset = \"benchpass-sim\"\nhealth_timeout_s = 30\n\
+             start = [\"{{benchpass}}\", \"sim\", \"--port\", \"{{port}}\", \"--decode-tps\", \"1000\"{start_extra}]\nport = {}\n\n",
+            free_port()
+        )
+    };
+    std::fs::write(
+        &plan,
+        format!(
+            "[gaps]\n{gaps}\n\n{}{}[[models]]\nname = \"m\"\n\n[[cells]]\nengine = \"a\"\nmodel = \"m\"\n\n[[cells]]\nengine = \"b\"\nmodel = \"m\"\n\n\
+             [[workloads]]\nkind = \"sustained\"\nruns = 2\nmax_tokens = 8\n",
+            engine("a"),
+            engine("b")
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+/// Starts `benchpass run PLAN --out OUT`, kills it (-9) after `after`, and returns once it is dead.
+fn run_then_kill(plan: &std::path::Path, out: &std::path::Path, gap_scale: &str, after: std::time::Duration) {
+    let mut child = std::process::Command::new(BENCHPASS)
+        .args(["run", plan.to_str().unwrap(), "--gap-scale", gap_scale, "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    assert!(child.try_wait().unwrap().is_none(), "the pass was still running when killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn resume_and_check_complete(plan: &std::path::Path, out: &std::path::Path, gap_scale: &str) -> harness::pass::Pass {
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", gap_scale, "--progress", "quiet", "--resume", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(out).unwrap();
+    assert_eq!(pass.info.status, harness::pass::PassStatus::Complete);
+    let mut places: Vec<_> = pass.runs.iter().map(|r| (r.cell.clone(), r.rep)).collect();
+    places.sort();
+    assert_eq!(places, [("c0".to_owned(), 0), ("c0".to_owned(), 1), ("c1".to_owned(), 0), ("c1".to_owned(), 1)], "each run once");
+    assert!(pass.runs.iter().all(|r| r.error.is_none()), "{:?}", pass.runs.iter().map(|r| &r.error).collect::<Vec<_>>());
+    for cell in &pass.info.cells {
+        let port = cell.engine.url.as_ref().unwrap().rsplit(':').next().unwrap();
+        assert!(std::net::TcpListener::bind(format!("127.0.0.1:{port}")).is_ok(), "engine on {port} still running");
+    }
+    pass
+}
+
+#[test]
+fn a_kill_during_the_health_wait_leaves_an_orphan_that_the_resume_stops() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    // Each engine answers 503 for its first 3 s: the kill at 1.5 s lands in c0's health wait.
+    let plan = two_cell_plan(tmp.path(), ", \"--loading-s\", \"3\"", "");
+    let out = tmp.path().join("pass");
+    run_then_kill(&plan, &out, "0", std::time::Duration::from_millis(1500));
+    let before = read_pass(&out).unwrap();
+    assert!(before.runs.is_empty() && out.join("logs/c0-a.pid").exists(), "killed while c0's engine loaded");
+    let pass = resume_and_check_complete(&plan, &out, "0");
+    assert!(!pass.info.cells[0].restarted_on_resume, "no run of c0 had been made: its engine simply starts");
+}
+
+#[test]
+fn a_kill_in_the_gap_between_cells_resumes_with_the_next_cell() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    // c0 takes well under a second; then 4 s of gap, in which the kill at 2 s lands.
+    let plan = two_cell_plan(tmp.path(), "", "between_cells_s = 4");
+    let out = tmp.path().join("pass");
+    run_then_kill(&plan, &out, "1", std::time::Duration::from_secs(2));
+    let before = read_pass(&out).unwrap();
+    assert_eq!(before.runs.iter().map(|r| r.cell.as_str()).collect::<Vec<_>>(), ["c0", "c0"], "killed in the gap");
+    let pass = resume_and_check_complete(&plan, &out, "0");
+    assert!(pass.info.cells.iter().all(|c| !c.restarted_on_resume), "no cell was cut in two");
+    assert_eq!(pass.runs[..2], before.runs[..]);
+}
+
+#[test]
+fn a_torn_last_line_is_cut_and_its_run_made_again_on_resume() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = two_cell_plan(tmp.path(), "", "");
+    let out = tmp.path().join("pass");
+    let first = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", out.to_str().unwrap()]);
+    assert!(first.status.success());
+    // What a kill in the middle of the last append leaves: half a line, and `running`.
+    let runs_path = out.join(harness::pass::RUNS_FILE);
+    let text = std::fs::read_to_string(&runs_path).unwrap();
+    let last_start = text[..text.len() - 1].rfind('\n').unwrap() + 1;
+    let torn = &text[..last_start + (text.len() - last_start) / 2];
+    std::fs::write(&runs_path, torn).unwrap();
+    let pass_json = out.join(harness::pass::PASS_FILE);
+    let info = std::fs::read_to_string(&pass_json).unwrap().replace("\"status\": \"complete\"", "\"status\": \"running\"");
+    std::fs::write(&pass_json, info).unwrap();
+    let before = read_pass(&out).unwrap();
+    assert_eq!((before.runs.len(), before.torn_tail.as_ref().map(|t| t.line)), (3, Some(4)));
+
+    let pass = resume_and_check_complete(&plan, &out, "0");
+    assert!(pass.torn_tail.is_none(), "the torn line was cut off before appending");
+    assert_eq!(pass.runs[..3], before.runs[..]);
+    assert_eq!((pass.runs[3].cell.as_str(), pass.runs[3].rep), ("c1", 1));
+}
+
+#[test]
+fn ctrl_c_during_a_plan_stops_its_engine_and_marks_the_pass_interrupted() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    // 8 tokens at 2 tok/s: c0's first run takes 4 s, and Ctrl-C comes during it.
+    let plan = two_cell_plan(tmp.path(), "", "");
+    let text = std::fs::read_to_string(&plan).unwrap().replace("\"--decode-tps\", \"1000\"", "\"--decode-tps\", \"2\"");
+    std::fs::write(&plan, text).unwrap();
+    let out = tmp.path().join("pass");
+    let child = std::process::Command::new(BENCHPASS)
+        .args(["run", plan.to_str().unwrap(), "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    assert_eq!(pass.info.status, harness::pass::PassStatus::Interrupted);
+    assert!(pass.runs.is_empty(), "the run in flight was abandoned, not recorded half-done");
+    let port = pass.info.cells[0].engine.url.as_ref().unwrap().rsplit(':').next().unwrap().to_owned();
+    assert!(std::net::TcpListener::bind(format!("127.0.0.1:{port}")).is_ok(), "the engine was stopped");
+    assert!(!out.join("logs/c0-a.pid").exists());
+}
+
+#[test]
+fn a_pass_is_resumed_only_with_the_plan_that_made_it() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = two_cell_plan(tmp.path(), "", "");
+    let out = tmp.path().join("pass");
+    assert!(benchpass(&["run", plan.to_str().unwrap(), "--progress", "quiet", "--out", out.to_str().unwrap()]).status.success());
+    let text = std::fs::read_to_string(&plan).unwrap().replace("runs = 2", "runs = 3");
+    std::fs::write(&plan, text).unwrap();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--progress", "quiet", "--resume", out.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("was not made from this plan (its cells, steps or order differ)"), "{stderr}");
+    assert_eq!(read_pass(&out).unwrap().runs.len(), 4, "nothing was added");
+}
