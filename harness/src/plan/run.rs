@@ -487,6 +487,9 @@ fn soaks_so_far(runs: &[RunRecord]) -> std::collections::HashMap<String, SoakSoF
     soaks.into_iter().map(|(cell, (first, last, next_rep))| (cell, SoakSoFar { soaked_ms: last - first, next_rep })).collect()
 }
 
+/// Failed soak runs in a row after which the soak ends before its time.
+const SOAK_GIVES_UP_AFTER: u32 = 5;
+
 /// Runs `step` back to back until its duration is covered (what an earlier, interrupted
 /// attempt covered counts). False when Ctrl-C stopped it.
 async fn soak(
@@ -503,13 +506,21 @@ async fn soak(
     let deadline = tokio::time::Instant::now() + left;
     let mut rep = so_far.map_or(0, |s| s.next_rep);
     progress.note(&format!("  soak: runs back to back for {}", duration(left.as_secs_f64())));
+    let mut failed_in_a_row = 0;
     while tokio::time::Instant::now() < deadline {
         progress.expect_more(1);
         let jobs = runner::cut_slots(&[Slot { step, rep, warmup: false }], false, target.http, target.counter).await?;
+        let failed_before = summary.n_failed;
         if !runner::run_jobs(target, &jobs, writer, progress, summary, interrupt).await? {
             return Ok(false);
         }
         rep += 1;
+        failed_in_a_row = if summary.n_failed > failed_before { failed_in_a_row + 1 } else { 0 };
+        // A dead engine fails at once: without this, hours of failed runs would fill the disk.
+        if failed_in_a_row == SOAK_GIVES_UP_AFTER {
+            progress.note(&format!("  soak stopped early: {SOAK_GIVES_UP_AFTER} runs in a row failed (they are recorded)"));
+            break;
+        }
     }
     Ok(true)
 }

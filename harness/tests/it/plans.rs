@@ -728,3 +728,23 @@ fn a_pass_is_resumed_only_with_the_plan_that_made_it() {
     assert!(stderr.contains("was not made from this plan (its cells, steps or order differ)"), "{stderr}");
     assert_eq!(read_pass(&out).unwrap().runs.len(), 4, "nothing was added");
 }
+
+#[test]
+fn a_soak_on_an_engine_that_fails_every_request_gives_up_after_five_in_a_row() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = soak_plan(tmp.path(), 0, 60);
+    let text = std::fs::read_to_string(&plan).unwrap().replace("\"--leak-bytes-per-request\"", "\"--fail-every\", \"1\", \"--leak-bytes-per-request\"");
+    std::fs::write(&plan, text).unwrap();
+    let out = tmp.path().join("pass");
+    let started = std::time::Instant::now();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(started.elapsed().as_secs() < 30, "not the whole 60 s of failures");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("soak stopped early: 5 runs in a row failed (they are recorded)"), "{stderr}");
+    let pass = read_pass(&out).unwrap();
+    let soak: Vec<_> = pass.runs.iter().filter(|r| r.workload == Workload::Soak && !r.warmup).collect();
+    assert_eq!(soak.len(), 5);
+    assert!(soak.iter().all(|r| r.error.as_ref().is_some_and(|e| e.class == "http-500")));
+}
