@@ -53,6 +53,9 @@ enum PlanCommand {
 ///
 /// A plan (engines started fresh and stopped by benchpass, cell by cell):
 ///   benchpass run plans/seed-protocol.toml [--out DIR] [--dry-run] [--gap-scale 0]
+/// A plan may interleave its cells repetition by repetition (`order = "interleaved"`) and
+/// hold a soak workload (hours of runs back to back, the engine's memory growth per hour);
+/// docs/plans.md has every key.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 struct RunArgs {
