@@ -325,7 +325,7 @@ kind = "sustained"
 #[test]
 fn the_shipped_plans_check_and_dry_run() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for plan in ["plans/seed-protocol.toml", "plans/pp-tg.toml"] {
+    for plan in ["plans/seed-protocol.toml", "plans/pp-tg.toml", "plans/soak.toml"] {
         let path = root.join(plan);
         let output = benchpass(&["plan", "check", path.to_str().unwrap()]);
         assert!(output.status.success(), "{plan}: {}", String::from_utf8_lossy(&output.stderr));
@@ -335,6 +335,9 @@ fn the_shipped_plans_check_and_dry_run() {
     // 2 cells × (3 + 3 + 2 + 1) runs; one 300 s gap between cells and a 150 s gap in each.
     assert!(schedule.contains("2 cells, 18 runs, 4608 tokens: 600 s of gaps"), "{schedule}");
     assert!(schedule.contains("prompt-matrix 8192: 0 warmup + 1 runs × 256 tokens"));
+    let output = benchpass(&["run", root.join("plans/soak.toml").to_str().unwrap(), "--dry-run"]);
+    let schedule = String::from_utf8_lossy(&output.stdout);
+    assert!(schedule.contains("soak: 1 warmup + runs back to back for 12h00m00s × 256 tokens"), "{schedule}");
 }
 
 #[test]
