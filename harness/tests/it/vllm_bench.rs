@@ -158,3 +158,78 @@ fn a_file_that_is_not_json_is_named() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("tiny-p128-n32.json: a JSON array, not a `vllm bench serve` result"), "{stderr}");
 }
+
+/// A result written by vLLM's own `vllm bench serve` code (vLLM 0.33.0) against a real
+/// llama.cpp server: fixtures/vllm-bench/capture.md says how it was made.
+fn captured() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/vllm-bench/llama-server-c2.json")
+}
+
+#[test]
+fn a_result_captured_from_vllm_against_llama_server_imports_request_by_request() {
+    // Eight requests at --max-concurrency 2 against llama-server (-c 256): requests 3 and 7 were
+    // longer than the context and got HTTP 400 ("Bad Request"), request 5 failed with aiohttp's
+    // ServerDisconnectedError; the other five streamed. Every expected figure below is worked
+    // out from the file itself, by a route that does not go through the import.
+    let text = std::fs::read_to_string(captured()).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let f64s = |key: &str| -> Vec<f64> { file[key].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect() };
+    let u64s = |key: &str| -> Vec<u64> { file[key].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect() };
+    let (input_lens, output_lens, ttfts) = (u64s("input_lens"), u64s("output_lens"), f64s("ttfts"));
+    let itls: Vec<Vec<f64>> = file["itls"].as_array().unwrap().iter().map(|a| a.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()).collect();
+    let errors: Vec<&str> = file["errors"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let n = file["num_prompts"].as_u64().unwrap() as usize;
+    assert_eq!(n, 8);
+
+    let tmp = temp_dir();
+    let output = import(&captured(), tmp.path(), &["--engine", "llama-cpp"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&tmp.path().join("vllm-bench-llama-server-c2")).unwrap();
+    assert_eq!(pass.info.imported_from.as_deref(), Some("vllm-bench llama-server-c2.json"));
+    assert_eq!(pass.info.cells.len(), 1);
+    let cell = &pass.info.cells[0];
+    assert_eq!((cell.engine.name.as_str(), cell.model.as_str()), ("llama-cpp", file["model_id"].as_str().unwrap()));
+    assert_eq!(cell.lane, "vllm-bench openai concurrency 2 rate inf");
+
+    // Nothing dropped: one run per request sent, in order, the failures among them, and the
+    // failures are exactly vLLM's own count.
+    assert_eq!(pass.runs.len(), n);
+    assert_eq!(pass.runs.iter().map(|r| r.rep as usize).collect::<Vec<_>>(), (0..n).collect::<Vec<_>>());
+    assert!(pass.runs.iter().all(|r| r.concurrency == 2 && !r.warmup && r.finish_reason.is_none()));
+    let failed = errors.iter().filter(|e| !e.is_empty()).count();
+    assert_eq!(failed, 3);
+    assert_eq!(pass.runs.iter().filter(|r| r.is_error()).count() as u64, file["failed"].as_u64().unwrap());
+    assert_eq!(pass.runs.iter().filter(|r| !r.is_error()).count() as u64, file["completed"].as_u64().unwrap());
+
+    for (i, r) in pass.runs.iter().enumerate() {
+        if errors[i].is_empty() {
+            // TTFT = ttfts[i] × 1000; decode span = sum(itls[i]) × 1000 (vLLM's latency is
+            // ttft + sum(itl) to the last bit here); decode tok/s = (output_lens[i] − 1) / sum(itls[i]);
+            // prefill tok/s = input_lens[i] / ttfts[i].
+            let span: f64 = itls[i].iter().sum();
+            assert!(close(f64s("latencies")[i], ttfts[i] + span), "request {i}");
+            assert_eq!((r.prompt_tokens, r.completion_tokens), (Some(input_lens[i]), Some(output_lens[i])), "request {i}");
+            assert!(close(r.ttft_ms.unwrap(), ttfts[i] * 1000.0) && close(r.decode_ms.unwrap(), span * 1000.0), "request {i}: {r:?}");
+            assert!(close(decode_tps(r.completion_tokens, r.decode_ms).unwrap(), (output_lens[i] - 1) as f64 / span), "request {i}");
+            assert!(close(prefill_tps(r.prompt_tokens, r.ttft_ms).unwrap(), input_lens[i] as f64 / ttfts[i]), "request {i}");
+        } else {
+            // vLLM's text verbatim; no chunk arrived before these failures, so no figure, no count.
+            let e = r.error.as_ref().unwrap();
+            assert_eq!((e.class.as_str(), e.message.as_str()), ("imported-error", errors[i]), "request {i}");
+            assert_eq!((ttfts[i], itls[i].len(), output_lens[i]), (0.0, 0, 0), "request {i}");
+            assert_eq!((r.ttft_ms, r.decode_ms, r.prompt_tokens, r.completion_tokens), (None, None, None, None), "request {i}");
+        }
+    }
+    assert_eq!(pass.runs.iter().filter_map(|r| r.error.as_ref()).filter(|e| e.message == "Bad Request").count(), 2);
+    assert!(pass.runs[5].error.as_ref().unwrap().message.ends_with("aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n"));
+
+    // The successes add up to vLLM's own totals and aggregates: its mean TTFT, and its mean
+    // TPOT, (latency − ttft) / (output_len − 1) per request, which is 1 / benchpass's decode rate.
+    let ok: Vec<_> = pass.runs.iter().filter(|r| !r.is_error()).collect();
+    assert_eq!(ok.iter().map(|r| r.prompt_tokens.unwrap()).sum::<u64>(), file["total_input_tokens"].as_u64().unwrap());
+    assert_eq!(ok.iter().map(|r| r.completion_tokens.unwrap()).sum::<u64>(), file["total_output_tokens"].as_u64().unwrap());
+    let mean = |xs: Vec<f64>| xs.iter().sum::<f64>() / xs.len() as f64;
+    assert!(close(mean(ok.iter().map(|r| r.ttft_ms.unwrap()).collect()), file["mean_ttft_ms"].as_f64().unwrap()));
+    let tpot_ms = ok.iter().map(|r| 1000.0 / decode_tps(r.completion_tokens, r.decode_ms).unwrap()).collect();
+    assert!(close(mean(tpot_ms), file["mean_tpot_ms"].as_f64().unwrap()));
+}
