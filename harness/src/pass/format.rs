@@ -224,6 +224,10 @@ pub enum TokenCountSource {
     Tokenizer,
     /// Four characters per token: a guess, and marked as one.
     Estimate,
+    /// As another tool's result file gives them, which does not say how it counted (vLLM's
+    /// benchmark client takes `usage` where it finds it, else counts the text with its own
+    /// tokenizer).
+    Tool,
 }
 
 impl TokenCountSource {
@@ -232,11 +236,12 @@ impl TokenCountSource {
             TokenCountSource::Usage => "usage",
             TokenCountSource::Tokenizer => "tokenizer",
             TokenCountSource::Estimate => "estimate",
+            TokenCountSource::Tool => "tool",
         }
     }
 
     pub fn parse(s: &str) -> Option<TokenCountSource> {
-        [TokenCountSource::Usage, TokenCountSource::Tokenizer, TokenCountSource::Estimate]
+        [TokenCountSource::Usage, TokenCountSource::Tokenizer, TokenCountSource::Estimate, TokenCountSource::Tool]
             .into_iter()
             .find(|t| t.as_str() == s)
     }

@@ -151,7 +151,8 @@ fn run_record(cell: &str, rep: u32, r: &Request) -> RunRecord {
     } else {
         run.prompt_tokens = Some(r.input_len);
         run.completion_tokens = Some(r.output_len);
-        run.token_count_source = Some(TokenCountSource::Usage);
+        // vLLM's client counts with its own tokenizer when usage comes in a message with choices.
+        run.token_count_source = Some(TokenCountSource::Tool);
     }
     run
 }

@@ -50,7 +50,7 @@ fn each_request_is_a_run_with_vllms_timings_in_benchpass_definitions() {
     // TTFT 50 ms; decode 140 ms; (8 − 1) / 0.140 = 50 tok/s; prefill 128 / 0.050 = 2560 tok/s.
     let r = &pass.runs[0];
     assert_eq!((r.prompt_tokens, r.completion_tokens), (Some(128), Some(8)));
-    assert_eq!(r.token_count_source, Some(harness::pass::TokenCountSource::Usage));
+    assert_eq!(r.token_count_source, Some(harness::pass::TokenCountSource::Tool));
     assert!(close(r.ttft_ms.unwrap(), 50.0) && close(r.decode_ms.unwrap(), 140.0), "{r:?}");
     assert!(close(decode_tps(r.completion_tokens, r.decode_ms).unwrap(), 50.0));
     assert!(close(prefill_tps(r.prompt_tokens, r.ttft_ms).unwrap(), 2560.0));
