@@ -7,6 +7,7 @@ mod support;
 mod accuracy;
 mod csv_io;
 mod faults;
+mod fuzz_corpus;
 mod llama_cpp;
 mod mlx_lm;
 mod plans;

@@ -1,0 +1,228 @@
+//! What each fuzz target does with one input. The targets in `fuzz_targets/` call these, and
+//! the stable test `harness/tests/it/fuzz_corpus.rs` includes this file and feeds every
+//! committed corpus file through the same functions, so a crash the fuzzer once found stays
+//! found without nightly Rust.
+//!
+//! Errors are fine: hostile input must be refused with an error, never a panic. Beyond "no
+//! panic", each check asserts what the code promises (docs/reliability.md#fuzzing).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use harness::pass::csv::{export_runs, import_runs};
+use harness::pass::{read_pass, PassWriter, RunRecord, PASS_FILE, RUNS_FILE};
+use harness::sse::{SseEvent, SseParser};
+
+/// A private folder under the temporary folder (`TMPDIR`), removed on drop.
+pub struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("benchpass-fuzz-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("the temporary folder is writable");
+        Scratch { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch::new()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn parse(parser: &mut SseParser, chunks: impl Iterator<Item = impl AsRef<[u8]>>) -> Vec<SseEvent> {
+    chunks.flat_map(|chunk| parser.feed(chunk.as_ref())).collect()
+}
+
+/// The SSE parser. Input: one byte `n`, then `n % 8` chunk sizes (one byte each, 1–256,
+/// used in turn), then the stream. The stream is parsed whole, one byte at a time and in the
+/// chunks the sizes give; all three must give the same events with the same wire byte counts
+/// and leave the same bytes pending ("chunks split anywhere"), and the events cannot have
+/// taken more bytes than the stream holds.
+pub fn sse(data: &[u8]) {
+    let (sizes, stream) = match data.split_first() {
+        Some((&n, rest)) => rest.split_at(usize::from(n % 8).min(rest.len())),
+        None => (&[][..], data),
+    };
+    let mut whole_parser = SseParser::new();
+    let whole = whole_parser.feed(stream);
+
+    let mut byte_parser = SseParser::new();
+    let by_byte = parse(&mut byte_parser, stream.chunks(1));
+    assert_eq!(by_byte, whole, "one byte at a time");
+    assert_eq!(byte_parser.pending_bytes(), whole_parser.pending_bytes());
+
+    if !sizes.is_empty() {
+        let mut rest = stream;
+        let mut chunks = Vec::new();
+        for &size in sizes.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (chunk, tail) = rest.split_at((usize::from(size) + 1).min(rest.len()));
+            chunks.push(chunk);
+            rest = tail;
+        }
+        let mut chunk_parser = SseParser::new();
+        let chunked = parse(&mut chunk_parser, chunks.iter());
+        assert_eq!(chunked, whole, "chunks of {sizes:?}");
+        assert_eq!(chunk_parser.pending_bytes(), whole_parser.pending_bytes());
+    }
+
+    let wire: usize = whole.iter().map(|e| e.wire_bytes).sum();
+    assert!(wire <= stream.len(), "events took {wire} bytes of a {}-byte stream", stream.len());
+}
+
+/// A valid `pass.json` whose cells are the ids the seed runs name (`c0` … `c3`). Text, not a
+/// `PassInfo`, so that new optional fields need no change here.
+pub const PASS_JSON: &str = r#"{
+  "schema_version": 1,
+  "pass_id": "fuzz",
+  "status": "complete",
+  "started_at": "",
+  "benchpass": { "version": "0.1.0" },
+  "machine": { "name": "fuzz" },
+  "cells": [
+    { "id": "c0", "engine": { "name": "sim", "version": "1", "version_source": "fuzz" }, "model": "m0", "lane": "text", "build": {} },
+    { "id": "c1", "engine": { "name": "sim", "version": "1", "version_source": "fuzz" }, "model": "m1", "lane": "text", "build": {} },
+    { "id": "c2", "engine": { "name": "sim", "version": "1", "version_source": "fuzz" }, "model": "m2", "lane": "text", "build": {} },
+    { "id": "c3", "engine": { "name": "sim", "version": "1", "version_source": "fuzz" }, "model": "m3", "lane": "text", "build": {} }
+  ]
+}
+"#;
+
+/// The `runs.jsonl` reader. Input: the bytes of `runs.jsonl`, beside a valid `pass.json`.
+/// When the pass reads, it must also export to CSV (or refuse with an error), and reopening
+/// it for appending (what `--resume` does: cut a torn last line, end an unended one) must
+/// leave a file that reads back to the same runs with no torn line.
+pub fn runs_jsonl(scratch: &Scratch, data: &[u8]) -> bool {
+    let dir = scratch.path().join("pass");
+    if !dir.join(PASS_FILE).exists() {
+        fs::create_dir_all(&dir).expect("scratch is writable");
+        fs::write(dir.join(PASS_FILE), PASS_JSON).expect("scratch is writable");
+    }
+    fs::write(dir.join(RUNS_FILE), data).expect("scratch is writable");
+    let Ok(pass) = read_pass(&dir) else { return false };
+    for run in &pass.runs {
+        let _ = harness::metrics::decode_tps(run.completion_tokens, run.decode_ms);
+        let _ = harness::metrics::prefill_tps(run.prompt_tokens, run.ttft_ms);
+    }
+    let _ = export_runs(&pass, std::io::sink());
+
+    let writer = PassWriter::reopen(&dir).expect("a pass that reads can be reopened");
+    assert_eq!(writer.n_runs(), pass.runs.len());
+    drop(writer);
+    let again = read_pass(&dir).expect("a reopened pass reads");
+    assert_eq!(again.torn_tail, None, "reopening cuts a torn last line");
+    assert!(again.runs == pass.runs, "reopening keeps every whole run");
+    true
+}
+
+/// The runs-CSV importer. Input: the bytes of a CSV file. What it imports must read back as
+/// passes, and export → import → export must give the same bytes (pass/csv.rs promises it).
+pub fn runs_csv(scratch: &Scratch, data: &[u8]) -> bool {
+    let csv = scratch.path().join("runs.csv");
+    let out = scratch.path().join("imported");
+    let _ = fs::remove_dir_all(&out);
+    fs::write(&csv, data).expect("scratch is writable");
+    let Ok(dirs) = import_runs(&csv, &out) else { return false };
+    for dir in dirs {
+        let pass = read_pass(&dir).expect("an imported pass reads");
+        let mut first = Vec::new();
+        export_runs(&pass, &mut first).expect("an imported pass exports");
+
+        let again_csv = scratch.path().join("exported.csv");
+        let again_out = scratch.path().join("reimported");
+        let _ = fs::remove_dir_all(&again_out);
+        fs::write(&again_csv, &first).expect("scratch is writable");
+        let again_dirs = import_runs(&again_csv, &again_out).expect("an export imports");
+        assert_eq!(again_dirs.len(), 1, "one pass exports as one pass");
+        let again = read_pass(&again_dirs[0]).expect("a re-imported pass reads");
+        let mut second = Vec::new();
+        export_runs(&again, &mut second).expect("a re-imported pass exports");
+        if second != first {
+            // Known bug: serde_json, as built here, reads some floats back one ulp off what
+            // was written (its `float_roundtrip` feature is off), so a value the export wrote
+            // may come back as its neighbour. Tolerated here (and only that) so that fuzzing
+            // goes on past it; `fuzz_corpus.rs` has it as an ignored test.
+            assert!(
+                same_but_for_one_ulp(&pass.runs, &again.runs) && pass.info.cells == again.info.cells,
+                "export → import → export:\n{}\n{}",
+                String::from_utf8_lossy(&first),
+                String::from_utf8_lossy(&second),
+            );
+        }
+    }
+    let _ = fs::remove_dir_all(&out);
+    let _ = fs::remove_dir_all(scratch.path().join("reimported"));
+    true
+}
+
+/// Whether two lists of runs are equal but for times one ulp apart.
+fn same_but_for_one_ulp(a: &[RunRecord], b: &[RunRecord]) -> bool {
+    let near = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => x.to_bits().abs_diff(y.to_bits()) <= 1,
+        (x, y) => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| {
+            let strip = |r: &RunRecord| RunRecord { ttft_ms: None, decode_ms: None, ..r.clone() };
+            near(a.ttft_ms, b.ttft_ms) && near(a.decode_ms, b.decode_ms) && strip(a) == strip(b)
+        })
+}
+
+/// The plan parser and its checks. Input: the text of a plan file. A plan that passes the
+/// checks must also print its dry run (`benchpass run PLAN --dry-run`); every error must
+/// print.
+///
+/// The checks look at the disk as plans ask them to (does this executable or weight file
+/// exist?) but never write to it.
+pub fn plan(scratch: &Scratch, data: &[u8]) -> bool {
+    let path = scratch.path().join("plan.toml");
+    fs::write(&path, data).expect("scratch is writable");
+    match harness::plan::load(&path) {
+        Ok(plan) => {
+            if dry_run_is_bounded(&plan) {
+                let _ = harness::plan::dry_run(&plan, 1.0);
+            }
+            true
+        }
+        Err(errors) => {
+            assert!(!errors.is_empty(), "a refused plan names at least one problem");
+            for error in errors {
+                let _ = error.to_string();
+            }
+            false
+        }
+    }
+}
+
+/// Whether the dry run of `plan` stays clear of a known bug, so that fuzzing goes on past it:
+/// the checks accept any `warmup`, `runs` and `max_tokens`, and the dry run lists every run
+/// (billions of them take all memory) and multiplies and adds the counts unchecked (they
+/// overflow). docs/reliability.md#fuzzing gives the inputs, and `harness/tests/it/fuzz_corpus.rs`
+/// has one as an ignored test; once the checks bound the counts, this goes.
+fn dry_run_is_bounded(plan: &harness::plan::Plan) -> bool {
+    // A generous count of the runs listed, in either order (an interleaved plan warms up
+    // every engine in every round).
+    let per_turn: u64 = plan.steps.iter().map(|(_, s)| u64::from(s.warmup) + u64::from(s.runs) + 1).sum();
+    let rounds = plan.steps.iter().map(|(_, s)| u64::from(s.runs)).max().unwrap_or(0).max(1);
+    let cells = plan.file.cells.len() as u64;
+    cells.saturating_mul(rounds).saturating_mul(per_turn) <= 1_000_000 && plan.steps.iter().all(|(_, s)| s.max_tokens <= 1 << 32)
+}
