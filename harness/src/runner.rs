@@ -411,7 +411,7 @@ pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client,
             Workload::Sustained | Workload::Soak => corpus::SUSTAINED_PROMPT.to_owned(),
             // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
             _ => {
-                let excerpt_index = if warmup { step.runs + rep } else { rep };
+                let excerpt_index = if warmup { step.runs.saturating_add(rep) } else { rep };
                 let target = step.target_prompt_tokens;
                 cut_prompt(target, excerpt_index, http, counter)
                     .await

@@ -411,6 +411,14 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         if s.max_tokens == 0 || (!matches!(s.workload, Workload::Sustained | Workload::Soak) && s.target_prompt_tokens == 0) {
             error(span.clone(), "token counts (max_tokens, target tokens) must be at least 1".to_owned(), None);
         }
+        // Far beyond any real protocol, and small enough that no schedule arithmetic overflows.
+        if s.max_tokens > MAX_TOKENS || s.target_prompt_tokens > MAX_TOKENS || s.runs > MAX_RUNS || s.warmup > MAX_RUNS || s.duration_s.unwrap_or(0) > MAX_SOAK_S {
+            error(
+                span.clone(),
+                format!("a count is out of range (max_tokens and target tokens at most {MAX_TOKENS}, runs and warmup at most {MAX_RUNS}, duration_s at most {MAX_SOAK_S})"),
+                Some("these bounds are far beyond any real benchmark; check for a typo".into()),
+            );
+        }
         // Runs are keyed on workload, target and repetition (resume relies on it).
         if steps[..i].iter().any(|(_, o)| (o.workload, o.target_prompt_tokens) == (s.workload, s.target_prompt_tokens)) {
             error(
@@ -429,6 +437,18 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             Order::Sequential
         }
     };
+    // Every turn of an interleaved plan warms its engine up again.
+    let per_cell: u64 = steps
+        .iter()
+        .map(|(_, s)| match order {
+            Order::Sequential => u64::from(s.warmup) + u64::from(s.runs),
+            Order::Interleaved => u64::from(s.runs) * (u64::from(s.warmup) + 1),
+        })
+        .sum();
+    let total = per_cell.saturating_mul(file.cells.len() as u64);
+    if total > MAX_PLANNED_RUNS {
+        error(0..0, format!("the plan makes {total} runs, more than {MAX_PLANNED_RUNS}"), Some("split it into several plans".into()));
+    }
     if order == Order::Interleaved {
         if let Some((w, _)) = steps.iter().find(|(_, s)| s.workload == Workload::Soak) {
             error(
@@ -444,6 +464,13 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         Err(errors)
     }
 }
+
+/// Bounds on a plan's counts: far beyond any real benchmark (a million-token prompt, ten
+/// thousand repetitions, a 30-day soak), so a typo is caught and no count overflows.
+pub const MAX_TOKENS: u64 = 1 << 20;
+pub const MAX_RUNS: u32 = 10_000;
+pub const MAX_SOAK_S: u64 = 30 * 24 * 3600;
+pub const MAX_PLANNED_RUNS: u64 = 1_000_000;
 
 /// Request fields that define the protocol: a plan's extra fields may not override them.
 pub const OWN_FIELDS: [&str; 7] = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature"];

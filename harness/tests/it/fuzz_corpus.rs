@@ -69,36 +69,43 @@ fn the_plan_corpus_loads_or_is_refused() {
     assert!(run_corpus("plan", |data| checks::plan(&scratch, data)) > 0);
 }
 
-/// A plan the checks accept whose counts are too big for the arithmetic that uses them. Known
-/// bug (docs/reliability.md#fuzzing): `plan::load` accepts any `warmup`, `runs` and
-/// `max_tokens`, and `dry_run` (plan/run.rs) multiplies runs by `max_tokens` unchecked: a
-/// debug build panics with "attempt to multiply with overflow", a release build prints a
-/// wrapped token count. Un-ignore once the checks bound the counts (or the sums saturate).
+/// Was a bug found by reading what the `plan` target exercised: the checks accepted any
+/// `warmup`, `runs` and `max_tokens`, and the dry run then overflowed (a debug build panicked,
+/// a release build printed a wrapped count) or tried to list billions of runs. The checks now
+/// bound every count and the total of planned runs.
 #[test]
-#[ignore = "known bug: plan checks accept counts that overflow the dry run (plan/run.rs)"]
-fn a_plan_with_huge_max_tokens_is_refused_or_dry_runs_without_overflow() {
+fn counts_that_would_overflow_a_plan_are_refused_by_its_checks() {
     let scratch = Scratch::new();
     let path = scratch.path().join("plan.toml");
-    std::fs::write(
-        &path,
-        "[[engines]]\nname = \"e\"\nurl = \"http://127.0.0.1:11434\"\n\n[[models]]\nname = \"m\"\n\n\
-         [[cells]]\nengine = \"e\"\nmodel = \"m\"\n\n[[workloads]]\nkind = \"sustained\"\nruns = 3\n\
-         max_tokens = 9223372036854775807\n",
-    )
-    .unwrap();
-    if let Ok(plan) = harness::plan::load(&path) {
-        harness::plan::dry_run(&plan, 1.0);
-    }
+    let load = |head: &str, workload: &str| {
+        std::fs::write(
+            &path,
+            format!(
+                "{head}\n[[engines]]\nname = \"e\"\nurl = \"http://127.0.0.1:11434\"\n\n[[models]]\nname = \"m\"\n\n\
+                 [[cells]]\nengine = \"e\"\nmodel = \"m\"\n\n[[workloads]]\nkind = \"sustained\"\n{workload}\n"
+            ),
+        )
+        .unwrap();
+        harness::plan::load(&path).map_err(|errors| errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("\n"))
+    };
+    // The three inputs that overflowed or exhausted memory before.
+    let refused = load("", "runs = 3\nmax_tokens = 9223372036854775807").unwrap_err();
+    assert!(refused.contains("a count is out of range"), "{refused}");
+    let refused = load("", "runs = 1\nwarmup = 4294967295").unwrap_err();
+    assert!(refused.contains("a count is out of range"), "{refused}");
+    // Interleaved, every one of 10000 rounds warms up 10000 times.
+    let refused = load("order = \"interleaved\"", "runs = 10000\nwarmup = 10000").unwrap_err();
+    assert!(refused.contains("the plan makes 100010000 runs, more than 1000000"), "{refused}");
+    // In order, the same counts are 20000 runs: accepted, and the dry run adds them up.
+    let plan = load("", "runs = 10000\nwarmup = 10000\nmax_tokens = 1048576").unwrap();
+    assert!(harness::plan::dry_run(&plan, 1.0).contains("1 cells, 20000 runs, 20971520000 tokens"));
 }
 
-/// Known bug, found by the `runs_csv` target (export → import → export gave other bytes for a
-/// decode time of about 1.1e60 ms): serde_json, as the workspace builds it (without its
-/// `float_roundtrip` feature), reads some floats back one ulp off what it wrote: about one
-/// in eight rates (tokens / seconds, as in llama.cpp's verbatim `timings`), none of 2 million
-/// times in whole nanoseconds / 1e6 tried. This value is such a rate. Un-ignore once
-/// serde_json reads floats exactly.
+/// Was a bug, found by the `runs_csv` target (export → import → export gave other bytes for a
+/// decode time of about 1.1e60 ms): serde_json without its `float_roundtrip` feature read
+/// some floats back one ulp off what it wrote, about one rate in eight. The workspace now
+/// turns the feature on; this value is one that drifted.
 #[test]
-#[ignore = "known bug: serde_json reads some floats in runs.jsonl back one ulp off"]
 fn a_float_written_to_runs_jsonl_reads_back_exactly() {
     let scratch = Scratch::new();
     let dir = scratch.path().join("pass");
