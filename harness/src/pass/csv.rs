@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::format::*;
-use super::store::{Pass, PassError, PassWriter};
+use super::store::{write_imported, Pass, PassError};
 
 /// The columns, in this order. Changing them breaks every consumer: don't.
 pub const COLUMNS: [&str; 20] = [
@@ -189,23 +189,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
     let mut written = Vec::new();
     for build in passes {
         let dir = out_dir.join(&build.pass_id);
-        let info = PassInfo {
-            schema_version: SCHEMA_VERSION,
-            pass_id: build.pass_id,
-            status: PassStatus::Imported,
-            started_at: String::new(),
-            finished_at: None,
-            benchpass: crate::provenance::benchpass_info(),
-            machine: MachineInfo { name: build.machine, ..MachineInfo::default() },
-            cells: build.cells,
-            request: None,
-            harness_cpu_seconds: None,
-            imported_from: file_name.clone(),
-        };
-        let mut writer = PassWriter::create(&dir, &info)?;
-        for run in &build.runs {
-            writer.append(run)?;
-        }
+        write_imported(&dir, build.pass_id, build.machine, build.cells, &build.runs, file_name.clone())?;
         written.push(dir);
     }
     Ok(written)

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use serde::Deserialize;
 
 use super::format::*;
-use super::store::PassWriter;
+use super::store::write_imported;
 
 #[derive(Debug, Deserialize)]
 struct Test {
@@ -98,22 +98,8 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
         }
     }
     let dir = options.out_dir.join(&pass_id);
-    let info = PassInfo {
-        schema_version: SCHEMA_VERSION,
-        pass_id,
-        status: PassStatus::Imported,
-        started_at: String::new(),
-        finished_at: None,
-        benchpass: crate::provenance::benchpass_info(),
-        machine: MachineInfo { name: options.machine.unwrap_or_else(|| "unknown".to_owned()), ..MachineInfo::default() },
-        cells,
-        request: None,
-        harness_cpu_seconds: None,
-        imported_from: Some(format!("llama-bench {}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())),
-    };
-    let mut writer = PassWriter::create(&dir, &info)?;
-    for run in &runs {
-        writer.append(run)?;
-    }
+    let machine = options.machine.unwrap_or_else(|| "unknown".to_owned());
+    let from = format!("llama-bench {}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    write_imported(&dir, pass_id, machine, cells, &runs, Some(from))?;
     Ok(dir)
 }

@@ -8,4 +8,4 @@ pub mod store;
 pub mod vllm_bench;
 
 pub use format::*;
-pub use store::{read_pass, read_passes, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE};
+pub use store::{read_pass, read_passes, write_imported, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE};

@@ -117,6 +117,37 @@ impl PassWriter {
     }
 }
 
+/// Writes a pass made from another tool's results (or a runs CSV) into `dir`: status
+/// `imported`, made by this benchpass, with no start time and no request parameters.
+pub fn write_imported(
+    dir: &Path,
+    pass_id: String,
+    machine: String,
+    cells: Vec<super::format::CellInfo>,
+    runs: &[RunRecord],
+    imported_from: Option<String>,
+) -> Result<(), PassError> {
+    use super::format::{MachineInfo, PassStatus};
+    let info = PassInfo {
+        schema_version: SCHEMA_VERSION,
+        pass_id,
+        status: PassStatus::Imported,
+        started_at: String::new(),
+        finished_at: None,
+        benchpass: crate::provenance::benchpass_info(),
+        machine: MachineInfo { name: machine, ..MachineInfo::default() },
+        cells,
+        request: None,
+        harness_cpu_seconds: None,
+        imported_from,
+    };
+    let mut writer = PassWriter::create(dir, &info)?;
+    for run in runs {
+        writer.append(run)?;
+    }
+    Ok(())
+}
+
 /// Writes `pass.json` through a temporary file and a rename, so a reader never sees half of it.
 pub fn write_pass_info(dir: &Path, info: &PassInfo) -> Result<(), PassError> {
     let path = dir.join(PASS_FILE);

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::format::*;
-use super::store::PassWriter;
+use super::store::write_imported;
 
 /// The error class of an imported request that failed.
 pub const ERROR_CLASS: &str = "imported-error";
@@ -110,23 +110,9 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
     }
 
     let dir = options.out_dir.join(&pass_id);
-    let info = PassInfo {
-        schema_version: SCHEMA_VERSION,
-        pass_id,
-        status: PassStatus::Imported,
-        started_at: String::new(),
-        finished_at: None,
-        benchpass: crate::provenance::benchpass_info(),
-        machine: MachineInfo { name: options.machine.unwrap_or_else(|| "unknown".to_owned()), ..MachineInfo::default() },
-        cells,
-        request: None,
-        harness_cpu_seconds: None,
-        imported_from: Some(format!("vllm-bench {}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())),
-    };
-    let mut writer = PassWriter::create(&dir, &info)?;
-    for run in &runs {
-        writer.append(run)?;
-    }
+    let machine = options.machine.unwrap_or_else(|| "unknown".to_owned());
+    let from = format!("vllm-bench {}", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    write_imported(&dir, pass_id, machine, cells, &runs, Some(from))?;
     Ok(dir)
 }
 
