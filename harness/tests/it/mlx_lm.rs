@@ -10,26 +10,37 @@ fn install() -> Option<std::path::PathBuf> {
     real_engine("mlx-lm", harness::installs::mlx_lm_dir(), &["venv/bin/mlx_lm.server", "models/tiny/model.safetensors"])
 }
 
-#[test]
-fn a_real_mlx_lm_server_is_measured_despite_its_quirks() {
-    let Some(dir) = install() else { return };
-    let _one_at_a_time = engine_lock();
-    let tmp = temp_dir();
+/// The `[[engines]]` entry of the installed mlx-lm server on a free port: prompt cache off,
+/// offline, its version from Python.
+fn engine_section(dir: &std::path::Path) -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let model = dir.join("models/tiny");
-    let plan = tmp.path().join("mlx.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            r#"
-[[engines]]
+    format!(
+        r#"[[engines]]
 name = "mlx-lm"
 preset = "mlx-lm"
 start = ["{server}", "--model", "{{weights}}", "--host", "127.0.0.1", "--port", "{{port}}", "--prompt-cache-size", "0"]
 port = {port}
 version_command = ["{python}", "-c", "import mlx_lm; print(mlx_lm.__version__)"]
 env = {{ HF_HUB_OFFLINE = "1", HF_HUB_CACHE = "{hf_cache}" }}
+"#,
+        server = dir.join("venv/bin/mlx_lm.server").display(),
+        python = dir.join("venv/bin/python").display(),
+        hf_cache = dir.join("hf-cache").display(),
+    )
+}
 
+#[test]
+fn a_real_mlx_lm_server_is_measured_despite_its_quirks() {
+    let Some(dir) = install() else { return };
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let model = dir.join("models/tiny");
+    let plan = tmp.path().join("mlx.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+{engine}
 [[models]]
 name = "tiny"
 # mlx-lm serves the --model model as `default_model`; any other name it tries to fetch.
@@ -50,9 +61,7 @@ kind = "prompt-matrix"
 max_tokens = 32
 targets = [{{ tokens = 256, runs = 1 }}]
 "#,
-            server = dir.join("venv/bin/mlx_lm.server").display(),
-            python = dir.join("venv/bin/python").display(),
-            hf_cache = dir.join("hf-cache").display(),
+            engine = engine_section(&dir),
             model = model.display(),
         ),
     )
@@ -108,19 +117,12 @@ fn mlx_lm_runs_past_eos_through_logit_bias_where_a_step_ignores_eos() {
     let _one_at_a_time = engine_lock();
     let tmp = temp_dir();
     let model = eos_prone_model(&dir, tmp.path());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let plan = tmp.path().join("mlx-eos.toml");
     std::fs::write(
         &plan,
         format!(
             r#"
-[[engines]]
-name = "mlx-lm"
-preset = "mlx-lm"
-start = ["{server}", "--model", "{{weights}}", "--host", "127.0.0.1", "--port", "{{port}}", "--prompt-cache-size", "0"]
-port = {port}
-env = {{ HF_HUB_OFFLINE = "1", HF_HUB_CACHE = "{hf_cache}" }}
-
+{engine}
 [[models]]
 name = "eos-prone"
 id = "default_model"
@@ -141,8 +143,7 @@ ignore_eos = true
 max_tokens = 48
 targets = [{{ tokens = 64, runs = 1 }}]
 "#,
-            server = dir.join("venv/bin/mlx_lm.server").display(),
-            hf_cache = dir.join("hf-cache").display(),
+            engine = engine_section(&dir),
             model = model.display(),
         ),
     )
