@@ -65,8 +65,8 @@ impl Live {
     }
 }
 
-/// Redraws the bar's live figure: tokens per second over the last second, across every
-/// stream in flight.
+/// Redraws the bar's live figure twice a second: tokens per second over about the last
+/// second, across every stream in flight.
 fn tick_live(bar: ProgressBar, live: Arc<Live>) {
     const EVERY: Duration = Duration::from_millis(500);
     std::thread::spawn(move || {
@@ -74,6 +74,10 @@ fn tick_live(bar: ProgressBar, live: Arc<Live>) {
         let mut rate = 0.0;
         while !live.stopped.load(Ordering::Relaxed) {
             std::thread::sleep(EVERY);
+            if live.stopped.load(Ordering::Relaxed) {
+                // The bar is finished and cleared: drawing now would bring it back.
+                break;
+            }
             let now = (Instant::now(), live.events.load(Ordering::Relaxed));
             let dt = now.0.duration_since(last.0).as_secs_f64();
             let instant = (now.1 - last.1) as f64 * live.tokens_per_event() / dt;

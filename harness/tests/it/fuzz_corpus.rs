@@ -26,6 +26,8 @@ fn corpus(target: &str) -> Vec<PathBuf> {
 /// Runs `check` on every corpus file of `target`; returns how many it accepted (the rest it
 /// refused with an error).
 fn run_corpus(target: &str, check: impl Fn(&[u8]) -> bool) -> usize {
+    // Thousands of imports, each synced to disk: not beside a test that times the sim.
+    let _one_at_a_time = crate::support::engine_lock();
     let mut failed = Vec::new();
     let mut accepted = 0;
     let files = corpus(target);
