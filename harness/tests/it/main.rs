@@ -4,7 +4,6 @@
 
 mod support;
 
-mod accuracy;
 mod csv_io;
 mod faults;
 mod fuzz_corpus;

@@ -82,11 +82,6 @@ pub fn pass_dir(tmp: &tempfile::TempDir) -> PathBuf {
     tmp.path().join("pass")
 }
 
-/// |measured − truth| / truth.
-pub fn relative_error(measured: f64, truth: f64) -> f64 {
-    (measured - truth).abs() / truth
-}
-
 /// A real engine installed by `cargo xtask engine install NAME` into `dir`, if `marker` (a file
 /// under it) exists. Missing is a skip, except where BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI).
 pub fn real_engine(name: &str, dir: Option<PathBuf>, markers: &[&str]) -> Option<PathBuf> {

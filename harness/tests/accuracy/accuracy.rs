@@ -11,6 +11,11 @@ use crate::support::*;
 const DECODE_TOLERANCE: f64 = 0.005;
 const TTFT_TOLERANCE_MS: f64 = 2.0;
 
+/// |measured − truth| / truth.
+fn relative_error(measured: f64, truth: f64) -> f64 {
+    (measured - truth).abs() / truth
+}
+
 #[test]
 fn plain_decoding_matches_the_schedule() {
     // 101 tokens at 100 tok/s: the last arrives (101 − 1) / 100 = 1.000 s after the first.
