@@ -3,7 +3,7 @@
 //! BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI sets it), where missing is a failure.
 
 use harness::metrics::decode_tps;
-use harness::pass::{read_pass, TokenCountSource, Workload};
+use harness::pass::{TokenCountSource, Workload};
 
 use crate::support::*;
 
@@ -60,10 +60,7 @@ targets = [{{ tokens = 128, runs = 2 }}, {{ tokens = 512, runs = 1 }}]
         ),
     )
     .unwrap();
-    let out = tmp.path().join("pass");
-    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let pass = read_pass(&out).unwrap();
+    let pass = run_plan(&plan, &tmp.path().join("pass"));
     assert_eq!(pass.runs.len(), 6);
 
     let cell = &pass.info.cells[0];

@@ -2,7 +2,7 @@
 //! with the tiny locally made model, started and stopped by a plan. Skipped where the install
 //! is missing, unless BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI sets it).
 
-use harness::pass::{read_pass, TokenCountSource};
+use harness::pass::TokenCountSource;
 
 use crate::support::*;
 
@@ -66,10 +66,7 @@ targets = [{{ tokens = 256, runs = 1 }}]
         ),
     )
     .unwrap();
-    let out = tmp.path().join("pass");
-    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let pass = read_pass(&out).unwrap();
+    let pass = run_plan(&plan, &tmp.path().join("pass"));
     assert_eq!(pass.runs.len(), 3);
     let cell = &pass.info.cells[0];
     assert_eq!(cell.engine.version, harness::installs::MLX_LM, "from the version command");
@@ -148,10 +145,7 @@ targets = [{{ tokens = 64, runs = 1 }}]
         ),
     )
     .unwrap();
-    let out = tmp.path().join("pass");
-    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let pass = read_pass(&out).unwrap();
+    let pass = run_plan(&plan, &tmp.path().join("pass"));
     // The model's EOS id (1, from config.json) is pushed out of reach, and the pass says so.
     assert_eq!(pass.info.cells[0].ignore_eos_logit_bias, Some(serde_json::json!({"1": -1.0e9})));
     let (sustained, pptg) = (&pass.runs[0], &pass.runs[1]);

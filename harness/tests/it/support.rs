@@ -64,6 +64,13 @@ pub fn benchpass(args: &[&str]) -> Output {
     Command::new(BENCHPASS).args(args).output().expect("benchpass runs")
 }
 
+/// Runs `benchpass run PLAN --out DIR --progress plain`, checks it succeeded, and reads the pass.
+pub fn run_plan(plan: &Path, out: &Path) -> Pass {
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    read_pass(out).unwrap()
+}
+
 /// Runs `benchpass run --url URL --model sim-model --out DIR --progress quiet ARGS` and reads the pass.
 pub fn run_pass(sim: &Sim, dir: &Path, args: &[&str]) -> Pass {
     let out = dir.to_str().unwrap();
