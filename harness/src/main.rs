@@ -214,7 +214,8 @@ struct SimArgs {
     /// Never send usage.
     #[arg(long)]
     no_usage: bool,
-    /// Attach llama.cpp's `timings` object (holding the schedule's truth).
+    /// Attach llama.cpp's `timings` object: the schedule's truth, and when the first and last
+    /// token events actually left (`sim_sent_first_token_ms`, `sim_sent_last_token_ms`).
     #[arg(long)]
     timings: bool,
     /// Do not serve POST /tokenize.
@@ -242,7 +243,8 @@ struct SimArgs {
     /// Tokens sent before a mid-stream fault strikes.
     #[arg(long, value_name = "N")]
     fault_after_tokens: Option<u64>,
-    /// Use the timer wheel alone (up to ~1 ms late per event, but no spinning; for hundreds of streams).
+    /// Use the timer wheel alone: up to ~1 ms late per event, and the events of many streams
+    /// leave together at each tick, as a batching engine sends them (for hundreds of streams).
     #[arg(long)]
     coarse_timer: bool,
     /// Answer 503 `Loading model` on every route for the first S seconds, as llama.cpp does

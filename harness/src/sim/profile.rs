@@ -26,7 +26,8 @@ pub struct SimProfile {
     pub reasoning_tokens: u64,
     /// Send `usage` when `stream_options.include_usage` asks for it.
     pub usage: bool,
-    /// Attach a llama.cpp-style `timings` object to the last event, holding the schedule's truth.
+    /// Attach a llama.cpp-style `timings` object to the last event, holding the schedule's truth
+    /// and, streamed, when the first and last token events actually left.
     pub timings: bool,
     /// Serve llama.cpp's `POST /tokenize`.
     pub tokenize_endpoint: bool,
@@ -44,9 +45,9 @@ pub struct SimProfile {
     pub fault: Option<Fault>,
     /// Completion tokens sent before a mid-stream fault strikes.
     pub fault_after_tokens: u64,
-    /// Finish each sleep with a short spin so events leave within microseconds of their due
-    /// time (the timer wheel alone is late by up to a millisecond). Costs CPU; turn off for
-    /// hundreds of concurrent streams.
+    /// Sleep on the kernel's high-resolution timer (a blocking-pool thread) so that events leave
+    /// within a fraction of a millisecond of their due time; the timer wheel alone is late by up
+    /// to a millisecond, but sends the events of many streams together, as a batching engine does.
     pub precise_timer: bool,
     /// Answer 503 (`Loading model`, as llama.cpp does) on every route for this long after
     /// starting, in seconds.

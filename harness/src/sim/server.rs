@@ -217,6 +217,7 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
         precise_timer: profile.precise_timer,
         arrived,
         schedule,
+        sent_ns: None,
     };
     if ask.stream {
         stream_reply(reply)
@@ -254,6 +255,10 @@ struct Reply {
     precise_timer: bool,
     arrived: Instant,
     schedule: Schedule,
+    /// When the first and the last token events were actually handed to the connection, in
+    /// nanoseconds after the request arrived: the truth a test holds a client to, since on a
+    /// loaded machine the timer itself can wake a few milliseconds past the schedule.
+    sent_ns: Option<(u64, u64)>,
 }
 
 impl Reply {
@@ -292,12 +297,13 @@ impl Reply {
         })
     }
 
-    /// llama.cpp's `timings` fields, filled with the schedule's truth.
+    /// llama.cpp's `timings` fields, filled with the schedule; a streamed reply adds when its
+    /// first and last token events actually left (`sim_sent_*_ms`, after the request arrived).
     fn timings_json(&self) -> Value {
         let s = &self.schedule;
         let prompt_ms = s.ttft_ns as f64 / 1e6;
         let predicted_ms = s.decode_ns() as f64 / 1e6;
-        json!({
+        let mut timings = json!({
             "prompt_n": s.prompt_tokens,
             "prompt_ms": prompt_ms,
             "prompt_per_token_ms": prompt_ms / s.prompt_tokens.max(1) as f64,
@@ -306,7 +312,12 @@ impl Reply {
             "predicted_ms": predicted_ms,
             "predicted_per_token_ms": 1e3 / s.decode_tps,
             "predicted_per_second": s.decode_tps
-        })
+        });
+        if let Some((first, last)) = self.sent_ns {
+            timings["sim_sent_first_token_ms"] = (first as f64 / 1e6).into();
+            timings["sim_sent_last_token_ms"] = (last as f64 / 1e6).into();
+        }
+        timings
     }
 }
 
@@ -376,6 +387,8 @@ fn stream_reply(mut reply: Reply) -> Response {
                 tx.closed().await;
                 return;
             }
+            let sent = (Instant::now() - reply.arrived).as_nanos() as u64;
+            reply.sent_ns = Some((reply.sent_ns.map_or(sent, |(first, _)| first), sent));
             if tx.send(Ok(sse(&chunk))).await.is_err() {
                 return;
             }
@@ -448,20 +461,22 @@ async fn whole_reply(mut reply: Reply) -> Response {
     Json(body).into_response()
 }
 
-/// Tokio's timer wheel wakes up to a millisecond late; when precision is asked for, sleep to
-/// just before the deadline and yield-spin the rest of the way.
+/// Tokio's timer wheel wakes up to a millisecond late. When precision is asked for, a thread
+/// of the blocking pool sleeps on the kernel's high-resolution timer instead, which wakes it
+/// within tens of microseconds. It does not spin: a spinning engine takes a core from the
+/// client it is there to measure, and made that client's own wake-ups late on two cores.
 async fn sleep_until(deadline: Instant, precise: bool) {
-    const SPIN: Duration = Duration::from_micros(1500);
     if !precise {
         tokio::time::sleep_until(deadline).await;
         return;
     }
-    if let Some(early) = deadline.checked_sub(SPIN) {
-        if early > Instant::now() {
-            tokio::time::sleep_until(early).await;
-        }
+    let deadline = deadline.into_std();
+    if deadline <= std::time::Instant::now() {
+        return;
     }
-    while Instant::now() < deadline {
-        tokio::task::yield_now().await;
-    }
+    let slept = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
+    });
+    // Only a runtime shutting down fails the join; the reply is abandoned then anyway.
+    let _ = slept.await;
 }

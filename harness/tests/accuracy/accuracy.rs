@@ -1,25 +1,60 @@
 //! Measurement accuracy against the reference engine's known schedule (the bar:
 //! decode rate within 0.5 %, TTFT within 2 ms, token counts exact).
+//!
+//! Timing is held to what the sim actually did: with `--timings` it reports when its first
+//! and last token events left. On a loaded machine its timer can wake a few milliseconds past
+//! the schedule (seen: 3.1 ms), and that lateness is the engine's, not the client's. The
+//! schedule, worked out by hand, is still checked: the sim must keep it within `SIM_SLACK_MS`.
 
 use harness::corpus::SUSTAINED_PROMPT;
 use harness::metrics::decode_tps;
-use harness::pass::{TokenCountSource, Workload};
+use harness::pass::{RunRecord, TokenCountSource, Workload};
 use harness::tokens::count_reference_tokens;
 
 use crate::support::*;
 
 const DECODE_TOLERANCE: f64 = 0.005;
 const TTFT_TOLERANCE_MS: f64 = 2.0;
+/// How far the sim's own events may stray from its schedule before they no longer stand for it.
+const SIM_SLACK_MS: f64 = 20.0;
 
 /// |measured − truth| / truth.
 fn relative_error(measured: f64, truth: f64) -> f64 {
     (measured - truth).abs() / truth
 }
 
+/// When the sim sent the first and the last token events, in ms after the request arrived.
+fn sent_ms(run: &RunRecord) -> (f64, f64) {
+    let timings = run.timings.as_ref().expect("the sim runs with --timings");
+    let at = |key: &str| timings[key].as_f64().unwrap_or_else(|| panic!("{key} in {timings}"));
+    (at("sim_sent_first_token_ms"), at("sim_sent_last_token_ms"))
+}
+
+/// TTFT within 2 ms of the instant the sim sent the first token, which is within
+/// `SIM_SLACK_MS` of its schedule.
+fn assert_ttft(run: &RunRecord, scheduled_ms: f64) {
+    let (sent, _) = sent_ms(run);
+    assert!((sent - scheduled_ms).abs() < SIM_SLACK_MS, "the sim sent its first token at {sent} ms, scheduled {scheduled_ms}");
+    let ttft = run.ttft_ms.unwrap();
+    assert!((ttft - sent).abs() < TTFT_TOLERANCE_MS, "ttft {ttft} ms; sent at {sent} ms, scheduled {scheduled_ms}");
+}
+
+/// Decode rate within 0.5 % of the rate the sim's first and last token events were actually
+/// sent at, which is within `SIM_SLACK_MS` over the stream of the scheduled rate.
+fn assert_decode(run: &RunRecord, scheduled_tps: f64) {
+    let (first, last) = sent_ms(run);
+    let intervals = (run.completion_tokens.unwrap() - 1) as f64;
+    let scheduled_ms = intervals / scheduled_tps * 1e3;
+    assert!((last - first - scheduled_ms).abs() < SIM_SLACK_MS, "the sim decoded in {} ms, scheduled {scheduled_ms}", last - first);
+    let truth = intervals / ((last - first) / 1e3);
+    let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
+    assert!(relative_error(rate, truth) < DECODE_TOLERANCE, "decode {rate} tok/s; sent at {truth}, scheduled {scheduled_tps}");
+}
+
 #[test]
 fn plain_decoding_matches_the_schedule() {
     // 101 tokens at 100 tok/s: the last arrives (101 − 1) / 100 = 1.000 s after the first.
-    let sim = Sim::start(&["--decode-tps", "100", "--prefill-tps", "2000", "--base-latency-ms", "20"]);
+    let sim = Sim::start(&["--decode-tps", "100", "--prefill-tps", "2000", "--base-latency-ms", "20", "--timings"]);
     let tmp = temp_dir();
     let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "3", "--max-tokens", "101"]);
 
@@ -34,17 +69,15 @@ fn plain_decoding_matches_the_schedule() {
         assert_eq!(run.prompt_tokens, Some(prompt_tokens));
         assert_eq!(run.completion_tokens, Some(101));
         assert_eq!(run.finish_reason.as_deref(), Some("length"));
-        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
-        assert!(relative_error(rate, 100.0) < DECODE_TOLERANCE, "decode {rate} tok/s, truth 100");
-        let ttft = run.ttft_ms.unwrap();
-        assert!((ttft - ttft_truth).abs() < TTFT_TOLERANCE_MS, "ttft {ttft} ms, truth {ttft_truth}");
+        assert_decode(run, 100.0);
+        assert_ttft(run, ttft_truth);
     }
 }
 
 #[test]
 fn a_role_only_first_event_is_not_the_first_token() {
     // The role event leaves at once; the first token 20 + prefill ms later.
-    let sim = Sim::start(&["--decode-tps", "200", "--base-latency-ms", "50"]);
+    let sim = Sim::start(&["--decode-tps", "200", "--base-latency-ms", "50", "--timings"]);
     let tmp = temp_dir();
     let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "1", "--max-tokens", "20"]);
     let run = &pass.runs[0];
@@ -52,8 +85,7 @@ fn a_role_only_first_event_is_not_the_first_token() {
     assert!(!role.carries_tokens(), "the first event is the role event");
     assert!(role.t_ns < 20_000_000, "the role event arrives before the base latency is over");
     let ttft_truth = 50.0 + count_reference_tokens(SUSTAINED_PROMPT) as f64 / 2000.0 * 1e3;
-    let ttft = run.ttft_ms.unwrap();
-    assert!((ttft - ttft_truth).abs() < TTFT_TOLERANCE_MS, "ttft {ttft} ms, truth {ttft_truth}");
+    assert_ttft(run, ttft_truth);
     // Events: role, 20 token events, finish, usage.
     assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 20);
 }
@@ -61,15 +93,14 @@ fn a_role_only_first_event_is_not_the_first_token() {
 #[test]
 fn speculative_bursts_of_three_tokens_are_counted_exactly() {
     // 151 tokens at 150 tok/s in events of 1, 3, 3, …: 150 intervals span 1.000 s.
-    let sim = Sim::start(&["--decode-tps", "150", "--tokens-per-event", "3"]);
+    let sim = Sim::start(&["--decode-tps", "150", "--tokens-per-event", "3", "--timings"]);
     let tmp = temp_dir();
     let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "2", "--max-tokens", "151"]);
     for run in &pass.runs {
         assert_eq!(run.completion_tokens, Some(151));
         // 1 lone first token, then 150 / 3 = 50 bursts.
         assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 51);
-        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
-        assert!(relative_error(rate, 150.0) < DECODE_TOLERANCE, "decode {rate} tok/s, truth 150");
+        assert_decode(run, 150.0);
     }
 }
 
@@ -115,7 +146,7 @@ fn a_short_stop_is_recorded_with_its_finish_reason() {
 
 #[test]
 fn prompt_targets_are_met_exactly_with_a_tokenizer_and_ttft_follows_prefill() {
-    let sim = Sim::start(&["--decode-tps", "500", "--prefill-tps", "4000", "--base-latency-ms", "10"]);
+    let sim = Sim::start(&["--decode-tps", "500", "--prefill-tps", "4000", "--base-latency-ms", "10", "--timings"]);
     let tmp = temp_dir();
     let pass = run_pass(
         &sim,
@@ -128,8 +159,7 @@ fn prompt_targets_are_met_exactly_with_a_tokenizer_and_ttft_follows_prefill() {
         assert_eq!(run.workload, Workload::PromptMatrix);
         assert_eq!(run.prompt_tokens, Some(run.target_prompt_tokens), "the sim's template adds nothing");
         // 10 ms + 128 / 4000 s = 42 ms; 10 ms + 2048 / 4000 s = 522 ms.
-        let truth = 10.0 + run.target_prompt_tokens as f64 / 4.0;
-        assert!((run.ttft_ms.unwrap() - truth).abs() < TTFT_TOLERANCE_MS, "ttft {:?}, truth {truth}", run.ttft_ms);
+        assert_ttft(run, 10.0 + run.target_prompt_tokens as f64 / 4.0);
         assert!(prompts.insert(run.prompt_sha256.clone()), "every run gets a prompt of its own");
     }
     let order: Vec<_> = pass.runs.iter().map(|r| (r.target_prompt_tokens, r.warmup, r.rep)).collect();
@@ -146,10 +176,8 @@ fn jittered_rates_are_measured_per_run() {
     for run in &pass.runs {
         let timings = run.timings.as_ref().expect("timings recorded verbatim");
         let truth = timings["predicted_per_second"].as_f64().unwrap();
-        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
-        assert!(relative_error(rate, truth) < DECODE_TOLERANCE, "decode {rate}, truth {truth}");
-        let ttft_truth = timings["prompt_ms"].as_f64().unwrap();
-        assert!((run.ttft_ms.unwrap() - ttft_truth).abs() < TTFT_TOLERANCE_MS);
+        assert_decode(run, truth);
+        assert_ttft(run, timings["prompt_ms"].as_f64().unwrap());
         assert!((108.0..=132.0).contains(&truth));
         truths.push(truth);
     }
@@ -159,7 +187,7 @@ fn jittered_rates_are_measured_per_run() {
 
 #[test]
 fn concurrent_streams_are_all_recorded_and_measured() {
-    let sim = Sim::start(&["--decode-tps", "100"]);
+    let sim = Sim::start(&["--decode-tps", "100", "--timings"]);
     let tmp = temp_dir();
     let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "8", "--concurrency", "4", "--max-tokens", "51"]);
     assert_eq!(pass.runs.len(), 8);
@@ -168,8 +196,7 @@ fn concurrent_streams_are_all_recorded_and_measured() {
     assert_eq!(reps, (0..8).collect::<Vec<_>>());
     for run in &pass.runs {
         assert_eq!(run.concurrency, 4);
-        let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
-        assert!(relative_error(rate, 100.0) < DECODE_TOLERANCE, "decode {rate} tok/s, truth 100");
+        assert_decode(run, 100.0);
     }
 }
 
