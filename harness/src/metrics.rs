@@ -23,7 +23,7 @@ pub fn event_times(events: &[EventRecord]) -> EventTimes {
     let Some(first) = tokens.next() else {
         return EventTimes { ttft_ms: None, decode_ms: None };
     };
-    let last = tokens.last().unwrap_or(first);
+    let last = tokens.next_back().unwrap_or(first);
     EventTimes { ttft_ms: Some(ns_to_ms(first.t_ns)), decode_ms: Some(ns_to_ms(last.t_ns - first.t_ns)) }
 }
 

@@ -135,6 +135,12 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
 
 type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
+type CategoryChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32>, plotters::coord::types::RangedCoordf64>,
+>;
+
 /// A chart with one named category per x position (cells, or prompt targets) and a rate on y.
 fn categorical<'a, 'b>(
     root: &'a Root<'b>,
@@ -142,7 +148,7 @@ fn categorical<'a, 'b>(
     categories: &[String],
     top: f64,
     x_desc: &str,
-) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32>, plotters::coord::types::RangedCoordf64>>, Box<dyn std::error::Error + 'b>> {
+) -> Result<CategoryChart<'a, 'b>, Box<dyn std::error::Error + 'b>> {
     let n = categories.len() as i32;
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 18))

@@ -347,7 +347,11 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         error(file.request.api.span(), format!("[request] extra may not set `{own}`"), Some("benchpass sets it from the plan's workloads".into()));
     }
     let r = &file.request;
-    if r.concurrency == 0 || !(r.first_token_timeout_s > 0.0 && r.idle_timeout_s > 0.0) || !(r.temperature >= 0.0) {
+    // Written so that NaN fails every check.
+    let positive = |x: f64| x > 0.0;
+    let timeouts_ok = positive(r.first_token_timeout_s) && positive(r.idle_timeout_s);
+    let temperature_ok = r.temperature == 0.0 || positive(r.temperature);
+    if r.concurrency == 0 || !timeouts_ok || !temperature_ok {
         error(0..0, "[request]: concurrency must be at least 1, timeouts above 0, temperature 0 or more".to_owned(), None);
     }
     if !(file.gaps.between_cells_s >= 0.0 && file.gaps.between_workloads_s >= 0.0) {
