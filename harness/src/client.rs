@@ -131,12 +131,7 @@ pub async fn stream_request(
     let status = response.status();
     outcome.http_status = Some(status.as_u16());
     if !status.is_success() {
-        outcome.retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(60)));
+        outcome.retry_after = response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry_after);
         let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
         let body = text.ok().and_then(Result::ok).unwrap_or_default();
         outcome.error = error(&format!("http-{}", status.as_u16()), truncate(&body, 2000));
@@ -228,6 +223,17 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
     EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning }
 }
 
+/// The pause a `Retry-After` value asks for, in its delay-seconds form (what inference servers
+/// send), capped at [`MAX_RETRY_AFTER`]: an hour's pause asked for by a misconfigured proxy
+/// must not stall an unattended pass. The HTTP-date form is not honoured (no pause).
+fn retry_after(value: &str) -> Option<Duration> {
+    let seconds = value.trim().parse::<u64>().ok()?;
+    Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
+}
+
+/// The longest pause benchpass takes for a `Retry-After`.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// An error and its causes on one line: reqwest's top-level message alone hides the cause.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut message = e.to_string();
@@ -244,5 +250,21 @@ fn truncate(s: &str, max_chars: usize) -> String {
     match s.char_indices().nth(max_chars) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_capped_at_a_minute() {
+        assert_eq!(retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(" 0 "), Some(Duration::ZERO));
+        assert_eq!(retry_after("60"), Some(Duration::from_secs(60)));
+        assert_eq!(retry_after("3600"), Some(MAX_RETRY_AFTER), "an hour is cut to a minute");
+        assert_eq!(retry_after("18446744073709551615"), Some(MAX_RETRY_AFTER));
+        assert_eq!(retry_after("Wed, 21 Oct 2026 07:28:00 GMT"), None, "the date form is not honoured");
+        assert_eq!(retry_after("-1"), None);
     }
 }
