@@ -3,6 +3,7 @@
 //! and runs record no memory.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,33 +16,55 @@ const KEEP: Duration = Duration::from_secs(600);
 
 pub struct MemorySampler {
     samples: Mutex<VecDeque<(Instant, u64)>>,
+    stop: AtomicBool,
+}
+
+/// The running sampler; dropping it stops the sampling.
+pub struct Sampling(Arc<MemorySampler>);
+
+impl std::ops::Deref for Sampling {
+    type Target = MemorySampler;
+    fn deref(&self) -> &MemorySampler {
+        &self.0
+    }
+}
+
+impl Drop for Sampling {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 impl MemorySampler {
     /// Samples the tree under `pid` every [`INTERVAL`] until the returned handle is dropped.
-    pub fn start(pid: u32) -> (Arc<MemorySampler>, tokio::task::JoinHandle<()>) {
-        let sampler = Arc::new(MemorySampler { samples: Mutex::new(VecDeque::new()) });
+    /// On a thread of its own: reading `/proc` blocks, and the runtime's worker threads carry
+    /// the streams being timed.
+    pub fn start(pid: u32) -> Sampling {
+        let sampler = Arc::new(MemorySampler { samples: Mutex::new(VecDeque::new()), stop: AtomicBool::new(false) });
         let writer = Arc::clone(&sampler);
-        let task = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(INTERVAL);
-            loop {
-                tick.tick().await;
-                let Some(rss) = tree_rss(pid) else { continue };
-                let now = Instant::now();
-                let mut samples = writer.samples.lock().expect("no sampler panics holding the lock");
-                samples.push_back((now, rss));
-                while samples.front().is_some_and(|(t, _)| now.duration_since(*t) > KEEP) {
-                    samples.pop_front();
+        let spawned = std::thread::Builder::new().name("memory-sampler".into()).spawn(move || {
+            while !writer.stop.load(Ordering::Relaxed) {
+                if let Some(rss) = tree_rss(pid) {
+                    let now = Instant::now();
+                    let mut samples = writer.samples.lock().unwrap_or_else(|e| e.into_inner());
+                    samples.push_back((now, rss));
+                    while samples.front().is_some_and(|(t, _)| now.duration_since(*t) > KEEP) {
+                        samples.pop_front();
+                    }
                 }
+                std::thread::sleep(INTERVAL);
             }
         });
-        (sampler, task)
+        if let Err(e) = spawned {
+            eprintln!("warning: cannot start the memory sampler ({e}): runs record no memory");
+        }
+        Sampling(sampler)
     }
 
     /// The largest sample taken between `from` and `to`, counting the last one before `from`
     /// (a run shorter than the interval still gets the reading that covered it).
     pub fn peak_between(&self, from: Instant, to: Instant) -> Option<u64> {
-        let samples = self.samples.lock().expect("no sampler panics holding the lock");
+        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         let before = samples.iter().rev().find(|(t, _)| *t <= from).map(|(_, rss)| *rss);
         samples.iter().filter(|(t, _)| *t >= from && *t <= to).map(|(_, rss)| *rss).chain(before).max()
     }
@@ -79,6 +102,85 @@ fn rss(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The process serving a URL that benchpass did not start, so that its memory can be sampled
+/// all the same.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    pub pid: u32,
+    /// The process's command name (`/proc/PID/comm`), recorded with the pass so that a reader
+    /// sees whose memory the runs carry (a container's port proxy is not the engine).
+    pub command: String,
+    pub port: u16,
+}
+
+impl Listener {
+    /// How the pass records it: `llama-server (pid 4242, listening on port 8080)`.
+    pub fn describe(&self) -> String {
+        format!("{} (pid {}, listening on port {})", self.command, self.pid, self.port)
+    }
+}
+
+/// The one process on this machine listening on the port of `url`, when `url` names a loopback
+/// host. `None` for a remote host (a local process on the same port number would be the wrong
+/// one), when nothing or more than one process listens there, or when `/proc` does not show
+/// whose socket it is (another user's process, read without privileges).
+pub fn listener_of(url: &str) -> Option<Listener> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return None;
+    }
+    let port = url.port_or_known_default()?;
+    let inodes: Vec<u64> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| listening_inodes(&table, port))
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    let mut owners = owners_of(&inodes);
+    owners.sort_unstable();
+    owners.dedup();
+    let [pid] = owners[..] else { return None };
+    let command = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim().to_owned();
+    Some(Listener { pid, command, port })
+}
+
+/// Socket inodes in LISTEN state (`0A`) on `port`, from a `/proc/net/tcp` or `tcp6` table.
+fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port = fields.get(1)?.rsplit(':').next()?;
+            let listening = *fields.get(3)? == "0A";
+            (listening && u16::from_str_radix(local_port, 16).ok()? == port).then(|| fields.get(9)?.parse().ok()).flatten()
+        })
+        .filter(|inode| *inode != 0)
+        .collect()
+}
+
+/// The processes holding any of these sockets open.
+fn owners_of(inodes: &[u64]) -> Vec<u32> {
+    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    let mut owners = Vec::new();
+    let Ok(proc) = std::fs::read_dir("/proc") else { return owners };
+    for entry in proc.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|target| wanted.iter().any(|w| target.as_os_str() == w.as_str()))
+        });
+        if holds {
+            owners.push(pid);
+        }
+    }
+    owners
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +189,29 @@ mod tests {
     fn this_process_has_resident_memory() {
         let own = tree_rss(std::process::id()).expect("Linux /proc");
         assert!(own > 1 << 20, "{own} bytes");
+    }
+
+    #[test]
+    fn listening_sockets_are_read_from_the_proc_table() {
+        // Two rows of a real /proc/net/tcp: 127.0.0.1:8080 listening (inode 31337), and an
+        // established connection from port 8080 (state 01), which is not the listener.
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 31338 1 0000000000000000 20 4 30 10 -1
+";
+        assert_eq!(listening_inodes(table, 8080), [31337]);
+        assert!(listening_inodes(table, 8081).is_empty());
+    }
+
+    #[test]
+    fn a_listener_on_loopback_is_found_and_a_remote_host_is_not() {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let found = listener_of(&format!("http://127.0.0.1:{port}")).expect("this process listens there");
+        assert_eq!((found.pid, found.port), (std::process::id(), port));
+        assert_eq!(listener_of(&format!("http://localhost:{port}/v1")).map(|l| l.pid), Some(std::process::id()));
+        assert_eq!(listener_of(&format!("http://192.0.2.1:{port}")), None, "not on this machine");
+        drop(socket);
+        assert_eq!(listener_of(&format!("http://127.0.0.1:{port}")), None, "nothing listens any more");
     }
 }

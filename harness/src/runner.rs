@@ -276,6 +276,9 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
     check_pass_id(&pass_id)?;
     let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
+    // benchpass did not start this server; when it listens on this machine its memory is
+    // sampled all the same.
+    let listener = crate::memory::listener_of(&base);
     let cells = vec![CellInfo {
         id: "c0".to_owned(),
         engine: EngineInfo {
@@ -284,6 +287,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
             version_source: facts.version_source.clone(),
             sha256: engine_sha256,
             url: Some(base.clone()),
+            memory_of: listener.as_ref().map(crate::memory::Listener::describe),
         },
         model: options.request.model.clone(),
         family: options.family.clone(),
@@ -297,6 +301,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let mut writer = PassWriter::create(&dir, &info)?;
 
     let progress = Progress::new(options.progress, jobs.len() as u64);
+    let sampler = listener.as_ref().map(|l| crate::memory::MemorySampler::start(l.pid));
     let target = Target {
         http: &http,
         url: format!("{base}{}", options.request.api.path()),
@@ -305,7 +310,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         counter: &facts.counter,
         cell_id: "c0",
         concurrency: options.concurrency,
-        memory: None,
+        memory: sampler.as_deref(),
         metrics_url: None,
         live: Some(progress.live()),
         ignore_eos_logit_bias: None,
@@ -318,6 +323,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         summary.status = PassStatus::Interrupted;
     }
     progress.finish();
+    drop(sampler);
     finish(&mut info, &writer, &summary, cpu_at_start)?;
     Ok(summary)
 }

@@ -151,6 +151,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
                 version_source: "imported".to_owned(),
                 sha256: row.optional_text("engine_sha256")?,
                 url: None,
+                memory_of: None,
             },
             model: row.text("model")?,
             family: None,

@@ -102,6 +102,12 @@ pub struct EngineInfo {
     pub sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// For an engine benchpass did not start: the process found listening on the URL's port,
+    /// whose resident memory the runs record, e.g. `llama-server (pid 4242, listening on port
+    /// 8080)`. Absent when benchpass started the engine (its process tree is sampled) or when
+    /// no such process could be found (the runs record no memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_of: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -87,6 +87,7 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
                         version_source: "unknown".to_owned(),
                         sha256: None,
                         url: None,
+                        memory_of: None,
                     },
                     model: result.model_id.clone(),
                     family: None,

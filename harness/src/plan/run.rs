@@ -240,7 +240,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                         let m = plan.model(model);
                         CellInfo {
                             id: id.clone(),
-                            engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None },
+                            engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None, memory_of: None },
                             model: m.id.clone().unwrap_or_else(|| m.name.get_ref().clone()),
                             family: m.family.clone(),
                             lane: m.lane.clone(),
@@ -371,6 +371,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 }
             }
         }
+        // A server benchpass did not start is sampled too, when it listens on this machine.
+        let listener = if engine.is_none() { crate::memory::listener_of(&base) } else { None };
         let cell = info.cells.iter_mut().find(|c| c.id == *cell_id).expect("listed above");
         cell.engine = EngineInfo {
             name: (*engine_name).to_owned(),
@@ -381,6 +383,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 None => None,
             },
             url: Some(base.clone()),
+            memory_of: listener.as_ref().map(crate::memory::Listener::describe),
         };
         if let Some(weights) = &weights {
             cell.build = runner::hash_build(weights, options.hash_cache.as_deref(), options.progress)?;
@@ -392,7 +395,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             extra.insert((*key).to_owned(), serde_json::from_str(value).unwrap_or(Value::String((*value).to_owned())));
         }
         extra.extend(to_json(&spec.extra));
-        let sampler = engine.as_ref().map(|e| crate::memory::MemorySampler::start(e.pid()));
+        let sampled_pid = engine.as_ref().map(|e| e.pid()).or(listener.as_ref().map(|l| l.pid));
+        let sampler = sampled_pid.map(crate::memory::MemorySampler::start);
         let ignore_eos_bias = match (preset.ignore_eos, &weights) {
             (IgnoreEos::LogitBias, Some(weights)) if steps.iter().any(|s| s.ignore_eos) => {
                 let bias = super::eos::logit_bias(&super::eos::eos_ids(weights));
@@ -420,7 +424,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             counter: &facts.counter,
             cell_id,
             concurrency: request.concurrency,
-            memory: sampler.as_ref().map(|(s, _)| s.as_ref()),
+            memory: sampler.as_deref(),
             metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
             live: Some(progress.live()),
             ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
@@ -457,9 +461,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 break 'visits;
             }
         }
-        if let Some((_, task)) = sampler {
-            task.abort();
-        }
+        drop(sampler);
         if let Some(mut e) = engine {
             e.stop().await;
         }

@@ -46,6 +46,10 @@ impl Sim {
 }
 
 impl Sim {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the engine now (a crash, as far as the client can tell).
     pub fn kill(&mut self) {
         let _ = self.child.kill();
