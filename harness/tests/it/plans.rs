@@ -579,6 +579,35 @@ fn a_soak_runs_back_to_back_for_its_duration_and_sees_a_leak_grow() {
     assert!((per_run / leak as f64 - 1.0).abs() < 0.15, "{per_run} bytes a run, leak {leak}");
 }
 
+#[test]
+fn a_server_benchpass_did_not_start_has_its_memory_sampled_when_it_listens_here() {
+    // The test starts the engine, so for benchpass it is a `url` engine it found running.
+    let leak = 2 << 20;
+    let sim = Sim::start(&["--decode-tps", "1000", "--leak-bytes-per-request", &leak.to_string()]);
+    let tmp = temp_dir();
+    let plan = tmp.path().join("url-soak.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"url-soak\"\n\n[[engines]]\nname = \"yours\"\npreset = \"benchpass-sim\"\nurl = \"{}\"\n\n\
+             [[models]]\nname = \"m\"\n\n[[cells]]\nengine = \"yours\"\nmodel = \"m\"\n\n\
+             [[workloads]]\nkind = \"soak\"\nwarmup = 1\nduration_s = 3\nmax_tokens = 32\n",
+            sim.url
+        ),
+    )
+    .unwrap();
+    let pass = run_plan(&plan, &tmp.path().join("pass"));
+    let port = sim.url.rsplit(':').next().unwrap();
+    let memory_of = pass.info.cells[0].engine.memory_of.as_deref();
+    assert_eq!(memory_of, Some(format!("benchpass (pid {}, listening on port {port})", sim.pid()).as_str()));
+    let runs: Vec<_> = pass.runs.iter().filter(|r| r.workload == Workload::Soak && !r.warmup).collect();
+    assert!(runs.len() >= 15, "{} runs", runs.len());
+    // As with an engine benchpass started: 2 MiB more a request, give or take one reading.
+    let (first, last) = (runs[0].server_peak_rss_bytes.unwrap(), runs.last().unwrap().server_peak_rss_bytes.unwrap());
+    let per_run = (last - first) as f64 / (runs.len() - 1) as f64;
+    assert!((per_run / leak as f64 - 1.0).abs() < 0.15, "{per_run} bytes a run, leak {leak}");
+}
+
 /// A two-cell plan on the sim (`start_extra` added to both start commands), one sustained run
 /// of 8 tokens per cell, with `gaps` as its [gaps] section.
 fn two_cell_plan(dir: &std::path::Path, start_extra: &str, gaps: &str) -> std::path::PathBuf {
@@ -750,4 +779,77 @@ fn a_soak_on_an_engine_that_fails_every_request_gives_up_after_five_in_a_row() {
     let soak: Vec<_> = pass.runs.iter().filter(|r| r.workload == Workload::Soak && !r.warmup).collect();
     assert_eq!(soak.len(), 5);
     assert!(soak.iter().all(|r| r.error.as_ref().is_some_and(|e| e.class == "http-500")));
+}
+
+#[test]
+fn weights_that_vanish_mid_plan_stop_it_naming_them_and_resume_finishes_it() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    std::fs::write(tmp.path().join("w1.gguf"), "one").unwrap();
+    let w2 = tmp.path().join("w2.gguf");
+    std::fs::write(&w2, "two").unwrap();
+    // The first cell's engine deletes the second cell's weights as it starts: after the plan
+    // was checked, before the second cell hashes them.
+    let plan = tmp.path().join("vanish.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "vanish"
+
+[[engines]]
+name = "a"
+preset = "benchpass-sim"
+start = ["sh", "-c", "rm -f '{w2}'; exec '{{benchpass}}' sim --port {{port}} --model {{model}} --decode-tps 2000"]
+port = {p1}
+
+[[engines]]
+name = "b"
+preset = "benchpass-sim"
+start = ["{{benchpass}}", "sim", "--port", "{{port}}", "--model", "{{model}}", "--decode-tps", "2000"]
+port = {p2}
+
+[[models]]
+name = "m1"
+weights = "w1.gguf"
+
+[[models]]
+name = "m2"
+weights = "w2.gguf"
+
+[[cells]]
+engine = "a"
+model = "m1"
+
+[[cells]]
+engine = "b"
+model = "m2"
+
+[[workloads]]
+kind = "sustained"
+runs = 2
+max_tokens = 8
+"#,
+            w2 = w2.display(),
+            p1 = free_port(),
+            p2 = free_port(),
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("w2.gguf"), "the error names the missing weights: {stderr}");
+    let pass = read_pass(&out).unwrap();
+    assert_eq!(pass.runs.iter().map(|r| (r.cell.as_str(), r.rep)).collect::<Vec<_>>(), [("c0", 0), ("c0", 1)], "the first cell's runs stay");
+    assert!(pass.runs.iter().all(|r| r.error.is_none()));
+
+    // Put back, the weights are hashed and the pass finishes without repeating a run.
+    std::fs::write(&w2, "two").unwrap();
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--progress", "quiet", "--resume", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    let order: Vec<_> = pass.runs.iter().map(|r| (r.cell.as_str(), r.rep)).collect();
+    assert_eq!(order, [("c0", 0), ("c0", 1), ("c1", 0), ("c1", 1)]);
+    assert_eq!(pass.info.cells[1].build.files[0].sha256, "3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3");
 }
