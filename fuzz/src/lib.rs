@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use harness::pass::csv::{export_runs, import_runs};
+use harness::pass::llama_bench::{self, LlamaBenchImport};
+use harness::pass::vllm_bench::{self, VllmBenchImport};
 use harness::pass::{read_pass, PassWriter, PASS_FILE, RUNS_FILE};
 use harness::sse::{SseEvent, SseParser};
 
@@ -190,3 +192,53 @@ pub fn plan(scratch: &Scratch, data: &[u8]) -> bool {
     }
 }
 
+/// What an importer wrote must read back as a pass and export to CSV, and every time it
+/// holds must be a finite number of milliseconds, 0 or more: a table built on it must never
+/// show a negative or infinite TTFT or rate.
+fn imported_pass_is_sound(dir: &Path) {
+    let pass = read_pass(dir).expect("an imported pass reads");
+    assert!(!pass.runs.is_empty(), "an import with no runs is refused, not written");
+    for run in &pass.runs {
+        for (what, ms) in [("ttft_ms", run.ttft_ms), ("decode_ms", run.decode_ms)] {
+            if let Some(ms) = ms {
+                assert!(ms.is_finite() && ms >= 0.0, "{what} {ms}");
+            }
+        }
+        if let Some(rate) = harness::metrics::decode_tps(run.completion_tokens, run.decode_ms) {
+            assert!(rate.is_finite() && rate > 0.0, "decode rate {rate}");
+        }
+    }
+    export_runs(&pass, std::io::sink()).expect("an imported pass exports");
+}
+
+/// Writes `data` as the file an importer reads, runs `import` into a fresh folder, and checks
+/// what it wrote; `false` when the importer refused the file.
+fn import_checked(scratch: &Scratch, name: &str, data: &[u8], import: impl FnOnce(&Path, &Path) -> anyhow::Result<PathBuf>) -> bool {
+    let file = scratch.path().join(name);
+    let out = scratch.path().join("imported");
+    let _ = fs::remove_dir_all(&out);
+    fs::write(&file, data).expect("scratch is writable");
+    let accepted = match import(&file, &out) {
+        Ok(dir) => {
+            imported_pass_is_sound(&dir);
+            true
+        }
+        Err(_) => false,
+    };
+    let _ = fs::remove_dir_all(&out);
+    accepted
+}
+
+/// The llama-bench importer. Input: the bytes of a `llama-bench -o json` file.
+pub fn llama_bench(scratch: &Scratch, data: &[u8]) -> bool {
+    import_checked(scratch, "llama-bench.json", data, |file, out_dir| {
+        llama_bench::import(LlamaBenchImport { file, out_dir, pass_id: Some("fuzz".into()), machine: None })
+    })
+}
+
+/// The vllm-bench importer. Input: the bytes of a `vllm bench serve --save-result` file.
+pub fn vllm_bench(scratch: &Scratch, data: &[u8]) -> bool {
+    import_checked(scratch, "vllm-bench.json", data, |file, out_dir| {
+        vllm_bench::import(VllmBenchImport { file, out_dir, pass_id: Some("fuzz".into()), machine: None, engine: None })
+    })
+}

@@ -71,6 +71,18 @@ fn the_plan_corpus_loads_or_is_refused() {
     assert!(run_corpus("plan", |data| checks::plan(&scratch, data)) > 0);
 }
 
+#[test]
+fn the_llama_bench_corpus_imports_soundly_or_is_refused() {
+    let scratch = Scratch::new();
+    assert!(run_corpus("llama_bench", |data| checks::llama_bench(&scratch, data)) > 0);
+}
+
+#[test]
+fn the_vllm_bench_corpus_imports_soundly_or_is_refused() {
+    let scratch = Scratch::new();
+    assert!(run_corpus("vllm_bench", |data| checks::vllm_bench(&scratch, data)) > 0);
+}
+
 /// Was a bug found by reading what the `plan` target exercised: the checks accepted any
 /// `warmup`, `runs` and `max_tokens`, and the dry run then overflowed (a debug build panicked,
 /// a release build printed a wrapped count) or tried to list billions of runs. The checks now
