@@ -116,7 +116,7 @@ impl Progress {
     }
 
     /// The live counters the client feeds while a stream runs.
-    pub fn live(&self) -> &Live {
+    pub fn live(&self) -> &Arc<Live> {
         &self.live
     }
 

@@ -103,6 +103,33 @@ pub async fn probe_server(
     Ok(ServerFacts { version, version_source, counter: TokenCounter::detect(http, base).await })
 }
 
+/// Streams one request on a task of its own. Every stream of a concurrent step is polled by
+/// the one task that runs the step, and that task also writes each finished run, counts its
+/// tokens and scrapes metrics: a stream read there would have its events timestamped late by
+/// whatever that task was busy with. A task of its own is polled by whichever worker is free.
+async fn stream_on_a_task_of_its_own(target: &Target<'_>, body: serde_json::Value) -> StreamOutcome {
+    /// Dropping the run (Ctrl-C, the end of a step) ends its stream too.
+    struct AbortOnDrop(tokio::task::JoinHandle<StreamOutcome>);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let (http, url, request) = (target.http.clone(), target.url.clone(), target.request.clone());
+    let api_key = target.api_key.map(str::to_owned);
+    let live = target.live.cloned();
+    let mut task = AbortOnDrop(tokio::spawn(async move {
+        stream_request(&http, &url, api_key.as_deref(), &request, &body, live.as_deref()).await
+    }));
+    match (&mut task.0).await {
+        Ok(outcome) => outcome,
+        Err(e) => StreamOutcome {
+            error: Some(RunError { class: "internal".to_owned(), message: format!("benchpass failed reading the stream: {e}") }),
+            ..StreamOutcome::default()
+        },
+    }
+}
+
 /// The HTTP client every pass uses: no Nagle delay, a connection per stream kept alive.
 pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
@@ -218,7 +245,7 @@ pub struct Target<'a> {
     /// The engine's Prometheus endpoint, scraped around each run when streams run one at a time.
     pub metrics_url: Option<String>,
     /// Fed as tokens arrive, for the progress display's live rate.
-    pub live: Option<&'a crate::progress::Live>,
+    pub live: Option<&'a Arc<crate::progress::Live>>,
     /// Merged into `logit_bias` for jobs that ignore EOS, where the engine has no `ignore_eos`.
     pub ignore_eos_logit_bias: Option<&'a serde_json::Value>,
 }
@@ -486,7 +513,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep)));
     }
     let started = tokio::time::Instant::now();
-    let outcome = stream_request(target.http, &target.url, target.api_key, target.request, &body, target.live).await;
+    let outcome = stream_on_a_task_of_its_own(target, body).await;
     let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
     let server_counters = match (metrics_url, &counters_before) {
         (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),

@@ -5,6 +5,7 @@ pub mod csv;
 pub mod format;
 pub mod llama_bench;
 pub mod store;
+mod syncer;
 pub mod vllm_bench;
 
 pub use format::*;

@@ -1,6 +1,6 @@
-//! Reading and writing pass folders. Runs are appended one line at a time and synced before
-//! the next run starts, so a crash loses at most the run in flight; a torn last line is
-//! reported, never fatal.
+//! Reading and writing pass folders. Runs are appended one line at a time, each written as
+//! it ends and synced to disk moments later by a thread of its own (`syncer.rs`), so a crash
+//! of benchpass loses at most the runs in flight; a torn last line is reported, never fatal.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -33,6 +33,11 @@ pub enum PassError {
     )]
     // Not `source`: the message already carries it, and a chain would print it twice.
     Append { path: PathBuf, before: usize, cause: std::io::Error },
+    #[error(
+        "{path}: could not sync the runs written to disk: {cause}; they may not survive a crash of the machine{hint}",
+        hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
+    )]
+    Sync { path: PathBuf, cause: std::io::Error },
 }
 
 /// No space left on the device, or over a quota or the file-size limit.
@@ -50,6 +55,7 @@ pub struct PassWriter {
     dir: PathBuf,
     runs: File,
     n_runs: usize,
+    syncer: super::syncer::Syncer,
 }
 
 impl PassWriter {
@@ -63,7 +69,7 @@ impl PassWriter {
         write_pass_info(dir, info)?;
         let runs_path = dir.join(RUNS_FILE);
         let runs = OpenOptions::new().create_new(true).append(true).open(&runs_path).map_err(io(&runs_path))?;
-        Ok(PassWriter { dir: dir.to_owned(), runs, n_runs: 0 })
+        PassWriter::new(dir, runs, 0)
     }
 
     /// Opens an existing pass to append to (resuming it). A torn last line is cut off first:
@@ -82,7 +88,13 @@ impl PassWriter {
         if text.last().is_some_and(|&b| b != b'\n') {
             runs.write_all(b"\n").map_err(io(&runs_path))?;
         }
-        Ok(PassWriter { dir: dir.to_owned(), runs, n_runs: pass.runs.len() })
+        PassWriter::new(dir, runs, pass.runs.len())
+    }
+
+    fn new(dir: &Path, runs: File, n_runs: usize) -> Result<PassWriter, PassError> {
+        let runs_path = dir.join(RUNS_FILE);
+        let syncer = runs.try_clone().and_then(super::syncer::Syncer::start).map_err(io(&runs_path))?;
+        Ok(PassWriter { dir: dir.to_owned(), runs, n_runs, syncer })
     }
 
     pub fn dir(&self) -> &Path {
@@ -93,13 +105,18 @@ impl PassWriter {
         self.n_runs
     }
 
-    /// Appends one run as one line and syncs it to disk before returning.
+    /// Appends one run as one line, and asks for it to be synced to disk (which happens on a
+    /// thread of its own: the caller may be timing other streams). A sync that failed since
+    /// the last append is reported here.
     pub fn append(&mut self, run: &RunRecord) -> Result<(), PassError> {
         let path = self.dir.join(RUNS_FILE);
+        if let Some(cause) = self.syncer.take_failure() {
+            return Err(PassError::Sync { path, cause });
+        }
         let mut line = serde_json::to_vec(run).expect("run records always serialize");
         line.push(b'\n');
         let before = self.runs.metadata().map(|m| m.len());
-        if let Err(cause) = self.runs.write_all(&line).and_then(|()| self.runs.sync_data()) {
+        if let Err(cause) = self.runs.write_all(&line) {
             // Take back the part of the line that did get written (a full disk takes what
             // fits), so the file still ends on a whole record.
             if let Ok(len) = before {
@@ -107,12 +124,20 @@ impl PassWriter {
             }
             return Err(PassError::Append { path, before: self.n_runs, cause });
         }
+        self.syncer.request();
         self.n_runs += 1;
         Ok(())
     }
 
-    /// Rewrites `pass.json` (status, finish time, CPU used) atomically.
+    /// Waits until every run appended so far is on disk.
+    pub fn sync(&self) -> Result<(), PassError> {
+        self.syncer.wait().map_err(|cause| PassError::Sync { path: self.dir.join(RUNS_FILE), cause })
+    }
+
+    /// Rewrites `pass.json` (status, finish time, CPU used) atomically, once the runs it
+    /// describes are on disk: it is never ahead of them.
     pub fn update_info(&self, info: &PassInfo) -> Result<(), PassError> {
+        self.sync()?;
         write_pass_info(&self.dir, info)
     }
 }

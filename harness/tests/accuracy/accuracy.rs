@@ -201,6 +201,39 @@ fn concurrent_streams_are_all_recorded_and_measured() {
 }
 
 #[test]
+fn a_busy_disk_does_not_skew_the_timing_of_concurrent_streams() {
+    // Another writer makes every fsync on the disk slow. Each run is written as it ends, while
+    // the other streams of the step still arrive: their timestamps must not wait on the disk
+    // (they did: decode rates 7-26 % low while another process wrote to the disk).
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let sim = Sim::start(&["--decode-tps", "100", "--timings"]);
+    let tmp = temp_dir();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let load = {
+        let (stop, path) = (stop.clone(), tmp.path().join("load.bin"));
+        std::thread::spawn(move || {
+            let chunk = vec![0x5Au8; 4 << 20];
+            while !stop.load(Ordering::Relaxed) {
+                let mut file = std::fs::File::create(&path).unwrap();
+                for _ in 0..4 {
+                    file.write_all(&chunk).unwrap();
+                }
+                file.sync_all().unwrap();
+            }
+            let _ = std::fs::remove_file(&path);
+        })
+    };
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--runs", "12", "--concurrency", "4", "--max-tokens", "51"]);
+    stop.store(true, Ordering::Relaxed);
+    load.join().unwrap();
+    assert_eq!(pass.runs.len(), 12);
+    for run in &pass.runs {
+        assert_decode(run, 100.0);
+    }
+}
+
+#[test]
 fn the_completions_api_and_reasoning_text_are_measured_too() {
     let sim = Sim::start(&["--decode-tps", "1000", "--reasoning-tokens", "5"]);
     let tmp = temp_dir();
