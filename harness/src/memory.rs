@@ -72,6 +72,38 @@ impl MemorySampler {
 
 /// Sum of VmRSS over `pid` and all its descendants, in bytes.
 pub fn tree_rss(pid: u32) -> Option<u64> {
+    let mut total = 0;
+    let mut stack = vec![pid];
+    let mut seen = 0;
+    while let Some(p) = stack.pop() {
+        seen += 1;
+        total += rss(p).unwrap_or(0);
+        match children_of(p) {
+            Some(children) => stack.extend(children),
+            // A kernel without `/proc/PID/task/TID/children`: the slow way, every process.
+            None if p == pid => return tree_rss_by_scanning(pid),
+            None => {}
+        }
+        if seen > 10_000 {
+            break;
+        }
+    }
+    (total > 0).then_some(total)
+}
+
+/// The children of `pid`, from each of its threads' `children` file: a few small reads, where
+/// scanning every process's `stat` cost ~1 % of a core at 10 samples a second.
+fn children_of(pid: u32) -> Option<Vec<u32>> {
+    let mut children = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
+        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
+        children.extend(text.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+    }
+    Some(children)
+}
+
+/// [`tree_rss`] by reading the parent of every process in `/proc`.
+fn tree_rss_by_scanning(pid: u32) -> Option<u64> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
@@ -184,6 +216,26 @@ fn owners_of(inodes: &[u64]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_process_is_counted_in_the_tree_both_ways() {
+        // A child holding 64 MiB resident: the tree under this process grows by about that much.
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", "import sys, time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let own = rss(std::process::id()).unwrap();
+        let by_children = tree_rss(std::process::id()).unwrap();
+        let by_scanning = tree_rss_by_scanning(std::process::id()).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for tree in [by_children, by_scanning] {
+            assert!(tree >= own + (64 << 20), "{tree} bytes in the tree, {own} of them this process's");
+        }
+    }
 
     #[test]
     fn this_process_has_resident_memory() {
