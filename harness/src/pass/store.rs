@@ -38,6 +38,11 @@ pub enum PassError {
         hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
     )]
     Sync { path: PathBuf, cause: std::io::Error },
+    #[error(
+        "{path}: could not rewrite it: {cause}; the previous one is intact{hint}",
+        hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
+    )]
+    Rewrite { path: PathBuf, cause: std::io::Error },
 }
 
 /// No space left on the device, or over a quota or the file-size limit.
@@ -179,10 +184,21 @@ pub fn write_pass_info(dir: &Path, info: &PassInfo) -> Result<(), PassError> {
     let tmp = dir.join(".pass.json.tmp");
     let mut text = serde_json::to_string_pretty(info).expect("pass info always serializes");
     text.push('\n');
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(text.as_bytes()).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    fs::rename(&tmp, &path).map_err(io(&path))
+    let written = File::create(&tmp).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        file.sync_all()
+    });
+    if let Err(cause) = written {
+        // What did get written would only hold on to the space a full disk lacks.
+        let _ = fs::remove_file(&tmp);
+        return Err(PassError::Rewrite { path, cause });
+    }
+    fs::rename(&tmp, &path).map_err(io(&path))?;
+    // The rename reaches the disk with the folder.
+    if let Ok(folder) = File::open(dir) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
 }
 
 /// A pass read back from disk.
@@ -273,4 +289,34 @@ pub fn read_passes(dirs: &[PathBuf]) -> Result<Vec<Pass>, PassError> {
         }
     });
     results.into_inner().expect("readers have ended").into_iter().map(|r| r.expect("every pass was read")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PASS_JSON: &str = r#"{"schema_version": 1, "pass_id": "p", "status": "running", "started_at": "",
+        "benchpass": {"version": "0.1.0"}, "machine": {"name": "m"}, "cells": []}"#;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_full_disk_while_rewriting_pass_json_leaves_the_old_one_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(PASS_FILE), PASS_JSON).unwrap();
+        fs::write(dir.path().join(RUNS_FILE), "").unwrap();
+        let mut info = read_pass(dir.path()).unwrap().info;
+        info.status = super::super::format::PassStatus::Complete;
+        // Writes to /dev/full fail as on a full disk: ENOSPC from the kernel.
+        let tmp = dir.path().join(".pass.json.tmp");
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let error = write_pass_info(dir.path(), &info).unwrap_err().to_string();
+        assert!(error.contains("pass.json: could not rewrite it: No space left on device"), "{error}");
+        assert!(error.ends_with("the previous one is intact (the disk is full: free space, then resume the pass or measure again)"), "{error}");
+        assert_eq!(fs::read_to_string(dir.path().join(PASS_FILE)).unwrap(), PASS_JSON);
+        assert!(!tmp.exists() && tmp.symlink_metadata().is_err(), "the temporary file is removed");
+
+        // With room again, the rewrite goes through.
+        write_pass_info(dir.path(), &info).unwrap();
+        assert_eq!(read_pass(dir.path()).unwrap().info.status, super::super::format::PassStatus::Complete);
+    }
 }
