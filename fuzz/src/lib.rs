@@ -242,3 +242,18 @@ pub fn vllm_bench(scratch: &Scratch, data: &[u8]) -> bool {
         vllm_bench::import(VllmBenchImport { file, out_dir, pass_id: Some("fuzz".into()), machine: None, engine: None })
     })
 }
+
+/// The `pass.json` reader. Input: the bytes of `pass.json`, beside an empty `runs.jsonl`. A
+/// pass.json that reads must also be written back (`--resume` rewrites it) to one that reads
+/// to the same provenance.
+pub fn pass_json(scratch: &Scratch, data: &[u8]) -> bool {
+    let dir = scratch.path().join("pass-json");
+    fs::create_dir_all(&dir).expect("scratch is writable");
+    fs::write(dir.join(PASS_FILE), data).expect("scratch is writable");
+    fs::write(dir.join(RUNS_FILE), "").expect("scratch is writable");
+    let Ok(pass) = read_pass(&dir) else { return false };
+    harness::pass::store::write_pass_info(&dir, &pass.info).expect("a pass.json that reads can be written back");
+    let again = read_pass(&dir).expect("a pass.json written back reads");
+    assert!(again.info == pass.info, "written back, pass.json reads to the same provenance");
+    true
+}

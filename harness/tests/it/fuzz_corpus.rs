@@ -72,6 +72,12 @@ fn the_plan_corpus_loads_or_is_refused() {
 }
 
 #[test]
+fn the_pass_json_corpus_reads_and_writes_back_or_is_refused() {
+    let scratch = Scratch::new();
+    assert!(run_corpus("pass_json", |data| checks::pass_json(&scratch, data)) > 0);
+}
+
+#[test]
 fn the_llama_bench_corpus_imports_soundly_or_is_refused() {
     let scratch = Scratch::new();
     assert!(run_corpus("llama_bench", |data| checks::llama_bench(&scratch, data)) > 0);
