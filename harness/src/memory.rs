@@ -154,8 +154,10 @@ impl Listener {
 
 /// The one process on this machine listening on the port of `url`, when `url` names a loopback
 /// host. `None` for a remote host (a local process on the same port number would be the wrong
-/// one), when nothing or more than one process listens there, or when `/proc` does not show
-/// whose socket it is (another user's process, read without privileges).
+/// one), when nothing or more than one process listens there, when `/proc` does not show
+/// whose socket it is (another user's process, read without privileges), and when it is this
+/// process (a reference engine run in-process, as the demo does: its memory would be the
+/// client's too).
 pub fn listener_of(url: &str) -> Option<Listener> {
     let url = reqwest::Url::parse(url).ok()?;
     let host = url.host_str()?.trim_start_matches('[').trim_end_matches(']');
@@ -176,6 +178,9 @@ pub fn listener_of(url: &str) -> Option<Listener> {
     owners.sort_unstable();
     owners.dedup();
     let [pid] = owners[..] else { return None };
+    if pid == std::process::id() {
+        return None;
+    }
     let command = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim().to_owned();
     Some(Listener { pid, command, port })
 }
@@ -257,13 +262,32 @@ mod tests {
 
     #[test]
     fn a_listener_on_loopback_is_found_and_a_remote_host_is_not() {
+        let mut server = std::process::Command::new("python3")
+            .args(["-c", "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+        let port: u16 = line.trim().parse().unwrap();
+        let found = listener_of(&format!("http://127.0.0.1:{port}"));
+        let by_name = listener_of(&format!("http://localhost:{port}/v1"));
+        let remote = listener_of(&format!("http://192.0.2.1:{port}"));
+        server.kill().unwrap();
+        server.wait().unwrap();
+        let found = found.expect("the server listens there");
+        assert_eq!((found.pid, found.port), (server.id(), port));
+        assert!(found.command.starts_with("python3"), "{found:?}");
+        assert_eq!(found.describe(), format!("{} (pid {}, listening on port {port})", found.command, server.id()));
+        assert_eq!(by_name, Some(found));
+        assert_eq!(remote, None, "not on this machine");
+        assert_eq!(listener_of(&format!("http://127.0.0.1:{port}")), None, "nothing listens any more");
+    }
+
+    #[test]
+    fn a_server_inside_this_process_is_not_sampled() {
         let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = socket.local_addr().unwrap().port();
-        let found = listener_of(&format!("http://127.0.0.1:{port}")).expect("this process listens there");
-        assert_eq!((found.pid, found.port), (std::process::id(), port));
-        assert_eq!(listener_of(&format!("http://localhost:{port}/v1")).map(|l| l.pid), Some(std::process::id()));
-        assert_eq!(listener_of(&format!("http://192.0.2.1:{port}")), None, "not on this machine");
-        drop(socket);
-        assert_eq!(listener_of(&format!("http://127.0.0.1:{port}")), None, "nothing listens any more");
+        assert_eq!(listener_of(&format!("http://127.0.0.1:{port}")), None, "its memory would be the client's too");
     }
 }
