@@ -84,6 +84,7 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         notes => notes,
         spec => view::spec(steps),
         memory => view::memory(steps),
+        memory_sources => view::memory_sources(pass),
         soak => view::soak(pass),
         reconciliation => view::reconciliation(steps),
         engines => view::engines(pass),

@@ -362,6 +362,22 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
 }
 
 #[derive(Debug, Serialize)]
+pub struct MemorySource {
+    pub cell: String,
+    pub process: String,
+}
+
+/// The cells whose server benchpass did not start but found listening on this machine: their
+/// memory is that process's, which the reader should see named (a port proxy is not the engine).
+pub fn memory_sources(pass: &Pass) -> Vec<MemorySource> {
+    pass.info
+        .cells
+        .iter()
+        .filter_map(|c| Some(MemorySource { cell: format!("{} · {}", c.engine.name, c.family()), process: c.engine.memory_of.clone()? }))
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
 pub struct SoakRow {
     pub cell: String,
     pub runs: String,
@@ -388,7 +404,7 @@ pub fn soak(pass: &Pass) -> Vec<SoakRow> {
             growth: match s.growth {
                 Some(g) => format!("{:+.1} ± {:.1} MiB/h", g.mib_per_hour, g.ci95_mib_per_hour),
                 None if s.restarted => "not fitted: the engine was restarted when the pass resumed".to_owned(),
-                None => "not fitted: no memory readings (benchpass did not start this engine) or fewer than 3 runs".to_owned(),
+                None => "not fitted: no memory readings (a server benchpass neither started nor found listening on this machine) or fewer than 3 runs".to_owned(),
             },
             decode: format!("{} → {}", tps(s.decode_first_tps), tps(s.decode_last_tps)),
         })

@@ -172,3 +172,21 @@ fn a_soak_pass_has_a_soak_section_with_its_growth_per_hour() {
     assert!(r.markdown.contains("soak: 1 warmup + runs back to back for 6 s × 16 tokens"));
     assert!(r.html.contains("<h2>Soak</h2>") && r.html.contains("MiB&#x2f;h"), "{}", r.html);
 }
+
+#[test]
+fn the_process_measured_for_a_server_benchpass_did_not_start_is_named_and_escaped() {
+    let mut pass = read_pass(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/soak/leaky-sim")).unwrap();
+    // A process's command name is whatever that process chose: treated as hostile.
+    pass.info.cells[0].engine.memory_of = Some("srv<script>|x (pid 4242, listening on port 8080)".to_owned());
+    let r = render(&pass);
+    assert!(
+        r.markdown.contains(
+            " |\n\nServers benchpass did not start are measured by the process found listening on their URL:\n\
+             - leaky-sim · sim-model: srv&lt;script&gt;\\|x (pid 4242, listening on port 8080)\n\n## Soak"
+        ),
+        "{}",
+        r.markdown
+    );
+    assert!(!r.html.contains("srv<script>"), "raw tag in the HTML");
+    assert!(r.html.contains("leaky-sim · sim-model: srv&lt;script&gt;|x (pid 4242, listening on port 8080)"), "{}", r.html);
+}
