@@ -72,18 +72,23 @@ impl MemorySampler {
 
 /// Sum of VmRSS over `pid` and all its descendants, in bytes.
 pub fn tree_rss(pid: u32) -> Option<u64> {
+    if std::path::Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists() {
+        sum_over_tree(pid, |p| children_of(p).unwrap_or_default())
+    } else {
+        // A kernel without `/proc/PID/task/TID/children`: the slow way, every process.
+        tree_rss_by_scanning(pid)
+    }
+}
+
+/// VmRSS summed over `pid` and every descendant that `children` reaches (at most 10,000).
+fn sum_over_tree(pid: u32, mut children: impl FnMut(u32) -> Vec<u32>) -> Option<u64> {
     let mut total = 0;
     let mut stack = vec![pid];
     let mut seen = 0;
     while let Some(p) = stack.pop() {
         seen += 1;
         total += rss(p).unwrap_or(0);
-        match children_of(p) {
-            Some(children) => stack.extend(children),
-            // A kernel without `/proc/PID/task/TID/children`: the slow way, every process.
-            None if p == pid => return tree_rss_by_scanning(pid),
-            None => {}
-        }
+        stack.extend(children(p));
         if seen > 10_000 {
             break;
         }
@@ -114,18 +119,7 @@ fn tree_rss_by_scanning(pid: u32) -> Option<u64> {
             children.entry(parent).or_default().push(child);
         }
     }
-    let mut total = 0;
-    let mut stack = vec![pid];
-    let mut seen = 0;
-    while let Some(p) = stack.pop() {
-        seen += 1;
-        total += rss(p).unwrap_or(0);
-        stack.extend(children.get(&p).into_iter().flatten().copied());
-        if seen > 10_000 {
-            break;
-        }
-    }
-    (total > 0).then_some(total)
+    sum_over_tree(pid, |p| children.remove(&p).unwrap_or_default())
 }
 
 fn rss(pid: u32) -> Option<u64> {
@@ -222,16 +216,19 @@ fn owners_of(inodes: &[u64]) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    /// A child running `script`, once it has printed its first line (returned).
+    fn python(script: &str) -> (std::process::Child, String) {
+        let mut child =
+            std::process::Command::new("python3").args(["-c", script]).stdout(std::process::Stdio::piped()).spawn().expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        (child, line)
+    }
+
     #[test]
     fn a_child_process_is_counted_in_the_tree_both_ways() {
         // A child holding 64 MiB resident: the tree under this process grows by about that much.
-        let mut child = std::process::Command::new("python3")
-            .args(["-c", "import sys, time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let (mut child, _) = python("import time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)");
         let own = rss(std::process::id()).unwrap();
         let by_children = tree_rss(std::process::id()).unwrap();
         let by_scanning = tree_rss_by_scanning(std::process::id()).unwrap();
@@ -262,13 +259,8 @@ mod tests {
 
     #[test]
     fn a_listener_on_loopback_is_found_and_a_remote_host_is_not() {
-        let mut server = std::process::Command::new("python3")
-            .args(["-c", "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+        let (mut server, line) =
+            python("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(30)");
         let port: u16 = line.trim().parse().unwrap();
         let found = listener_of(&format!("http://127.0.0.1:{port}"));
         let by_name = listener_of(&format!("http://localhost:{port}/v1"));
