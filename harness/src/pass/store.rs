@@ -29,26 +29,32 @@ pub enum PassError {
     #[error(
         "{path}: could not write run {n}: {cause}; the {before} runs before it are intact{hint}",
         n = before + 1,
-        hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
+        hint = disk_full_hint(cause)
     )]
     // Not `source`: the message already carries it, and a chain would print it twice.
     Append { path: PathBuf, before: usize, cause: std::io::Error },
     #[error(
         "{path}: could not sync the runs written to disk: {cause}; they may not survive a crash of the machine{hint}",
-        hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
+        hint = disk_full_hint(cause)
     )]
     Sync { path: PathBuf, cause: std::io::Error },
     #[error(
         "{path}: could not rewrite it: {cause}; the previous one is intact{hint}",
-        hint = if is_disk_full(cause) { " (the disk is full: free space, then resume the pass or measure again)" } else { "" }
+        hint = disk_full_hint(cause)
     )]
     Rewrite { path: PathBuf, cause: std::io::Error },
 }
 
-/// No space left on the device, or over a quota or the file-size limit.
-fn is_disk_full(e: &std::io::Error) -> bool {
+/// What to do when a write failed for want of space (no space left on the device, or over a
+/// quota or the file-size limit); nothing for other errors.
+fn disk_full_hint(e: &std::io::Error) -> &'static str {
     use std::io::ErrorKind;
-    matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge)
+    match e.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded | ErrorKind::FileTooLarge => {
+            " (the disk is full: free space, then resume the pass or measure again)"
+        }
+        _ => "",
+    }
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PassError + '_ {
