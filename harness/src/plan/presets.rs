@@ -1,5 +1,9 @@
 //! Engine presets: what benchpass knows about each engine so that a plan stays short. Every
-//! entry names its source; docs/plans.md says the same for readers.
+//! value names where it was read (`sources`: repository@commit, file and line), and a value
+//! that could not be read from an engine's public source is listed in `assumed`;
+//! docs/plans.md says the same for readers, with links.
+
+use std::path::{Path, PathBuf};
 
 /// How an engine tells its version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,125 +12,379 @@ pub enum VersionFrom {
     Endpoint { path: &'static str, pointer: &'static str },
     /// Run the engine executable with this argument; the first line of output is the version.
     Command { arg: &'static str },
+    /// Run another program of the engine's install (`mlx_lm --version` beside
+    /// `mlx_lm.server`, `lms version`): looked up beside the engine executable first, then on
+    /// `PATH`. See [`VersionFrom::argv`].
+    Program { program: &'static str, args: &'static [&'static str] },
+}
+
+impl VersionFrom {
+    /// The command line that reads the version, given the engine executable (if one was
+    /// found); `None` for an endpoint, or when the program to run cannot be found.
+    pub fn argv(&self, executable: Option<&Path>) -> Option<Vec<String>> {
+        match *self {
+            VersionFrom::Endpoint { .. } => None,
+            VersionFrom::Command { arg } => executable.map(|exe| vec![exe.display().to_string(), arg.to_owned()]),
+            VersionFrom::Program { program, args } => {
+                let beside = executable.and_then(Path::parent).map(|dir| dir.join(program)).filter(|p| p.is_file());
+                let found: Option<PathBuf> = beside.or_else(|| super::file::find_executable(program));
+                found.map(|p| std::iter::once(p.display().to_string()).chain(args.iter().map(|a| (*a).to_owned())).collect())
+            }
+        }
+    }
 }
 
 /// How an engine is asked to run past EOS (steps with `ignore_eos`, e.g. ppN-tgM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IgnoreEos {
-    /// The request field `ignore_eos: true` (llama.cpp, vLLM and their kin).
+    /// The request field `ignore_eos: true` (llama.cpp, vLLM, SGLang, Splash).
     Field,
     /// `logit_bias` pushing the model's EOS ids out of reach; the ids come from the weights
-    /// folder's `config.json` / `generation_config.json` (mlx-lm ignores `ignore_eos`).
+    /// folder's `config.json` / `generation_config.json` (mlx-lm reads no `ignore_eos`).
     LogitBias,
+    /// No way past EOS: the engine reads no `ignore_eos` and either rejects a non-empty
+    /// `logit_bias` (Rapid-MLX answers 400) or reads none. No `logit_bias` is added for it, so
+    /// nothing is sent that it rejects; runs of `ignore_eos` steps may stop short of
+    /// `max_tokens`, and such runs are flagged as short stops.
+    Unsupported,
+}
+
+impl IgnoreEos {
+    /// Whether `ignore_eos: true` means anything to the engine.
+    pub fn honours_field(self) -> bool {
+        self == IgnoreEos::Field
+    }
+
+    /// Whether benchpass adds the model's EOS ids as a `logit_bias` for `ignore_eos` steps.
+    pub fn adds_logit_bias(self) -> bool {
+        self == IgnoreEos::LogitBias
+    }
+
+    /// Whether runs of `ignore_eos` steps may stop before `max_tokens` on this engine.
+    pub fn may_stop_short(self) -> bool {
+        self == IgnoreEos::Unsupported
+    }
+}
+
+/// Where an engine reports its speculative-decoding draft counts, if anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraftCounters {
+    /// Not reported (or not known to be).
+    None,
+    /// Prometheus counters on the metrics endpoint (`…_total`), scraped around each run.
+    Prometheus { drafted: &'static str, accepted: &'static str },
+    /// Fields of an object in the final streamed chunk (and the non-streamed body).
+    FinalChunk { object: &'static str, drafted: &'static str, accepted: &'static str },
+    /// Only a line in the engine's own log file (`~` is the home folder).
+    LogOnly { file: &'static str, marker: &'static str },
 }
 
 #[derive(Debug, Clone, Copy)]
 pub struct Preset {
     pub name: &'static str,
-    /// Answers 200 once the model is loaded.
+    /// The path polled after start until it answers 2xx: the engine's readiness path where it
+    /// has one (Rapid-MLX's `/health/ready` is 503 until ready, its `/health` is 200 with
+    /// `ready: false`). See `loads_lazily` for engines whose 2xx comes before the weights.
     pub health_path: &'static str,
+    /// Health answers 2xx before the model's weights are loaded (loaded in a background
+    /// thread, or on the first request): a plan must warm up (`warmup = 1` on the first
+    /// workload) so that no measured run includes the load.
+    pub loads_lazily: bool,
     pub version: VersionFrom,
-    /// Where the engine keeps a KV cache across restarts, if it does (`~` is the home folder).
+    /// The folder cleared before a start (`kv_cache_dirs[0]`; `~` is the home folder).
     pub kv_cache_dir: Option<&'static str>,
+    /// Every folder where the engine keeps a KV/prompt cache across restarts, the current one
+    /// first (older releases' folders after it).
+    pub kv_cache_dirs: &'static [&'static str],
     /// A Prometheus endpoint, where the engine has one.
     pub metrics_path: Option<&'static str>,
     /// Request fields this engine honours that a fair benchmark wants set.
     pub request_extra: &'static [(&'static str, &'static str)],
     pub ignore_eos: IgnoreEos,
+    pub draft_counters: DraftCounters,
+    /// A one-line summary of where the preset comes from.
     pub source: &'static str,
+    /// Per value: (`key`, where it was read: repository@commit path#Lline).
+    pub sources: &'static [(&'static str, &'static str)],
+    /// The keys whose values were not found in the engine's public source: assumed.
+    pub assumed: &'static [&'static str],
 }
+
+/// The keys a preset's `sources` and `assumed` together must cover.
+pub const KEYS: &[&str] = &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"];
 
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "llama-cpp",
         health_path: "/health",
+        loads_lazily: false,
         version: VersionFrom::Command { arg: "--version" },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: Some("/metrics"),
         // Prompt caching is on by default and would serve repeated prefixes from cache.
         request_extra: &[("cache_prompt", "false")],
         ignore_eos: IgnoreEos::Field,
+        draft_counters: DraftCounters::Prometheus {
+            drafted: "llamacpp:spec_decode_num_draft_tokens_total",
+            accepted: "llamacpp:spec_decode_num_accepted_tokens_total",
+        },
         source: "llama.cpp tools/server/README.md: /health (503 while loading), /props build_info, --metrics, cache_prompt",
+        sources: &[
+            ("health_path", "llama.cpp tools/server/README.md: GET /health, 503 while the model loads"),
+            ("version", "llama.cpp common/arg.cpp: --version"),
+            ("kv_cache_dirs", "llama.cpp tools/server/README.md: slots are saved only on request (--slot-save-path)"),
+            ("metrics_path", "llama.cpp tools/server/README.md: --metrics, GET /metrics"),
+            ("ignore_eos", "llama.cpp tools/server/README.md: ignore_eos"),
+            ("draft_counters", "this project's tests against a real llama-server (docs/plans.md, Engine counters)"),
+        ],
+        assumed: &[],
     },
     Preset {
         name: "vllm",
         health_path: "/health",
+        loads_lazily: false,
         version: VersionFrom::Endpoint { path: "/version", pointer: "/version" },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: Some("/metrics"),
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
+        draft_counters: DraftCounters::Prometheus {
+            drafted: "vllm:spec_decode_num_draft_tokens_total",
+            accepted: "vllm:spec_decode_num_accepted_tokens_total",
+        },
         source: "vLLM docs, OpenAI-compatible server: /health, /version, /metrics; ignore_eos and min_tokens are extra sampling params",
+        sources: &[
+            ("health_path", "vLLM docs, OpenAI-compatible server: GET /health"),
+            ("version", "vLLM docs, OpenAI-compatible server: GET /version"),
+            ("kv_cache_dirs", "vLLM keeps its prefix cache in GPU memory only"),
+            ("metrics_path", "vLLM docs, production metrics: GET /metrics"),
+            ("ignore_eos", "vLLM docs, extra sampling parameters: ignore_eos"),
+        ],
+        assumed: &["draft_counters"],
+    },
+    Preset {
+        name: "sglang",
+        health_path: "/health",
+        loads_lazily: false,
+        version: VersionFrom::Endpoint { path: "/get_server_info", pointer: "/version" },
+        kv_cache_dir: None,
+        kv_cache_dirs: &[],
+        // Only with --enable-metrics.
+        metrics_path: Some("/metrics"),
+        request_extra: &[],
+        ignore_eos: IgnoreEos::Field,
+        draft_counters: DraftCounters::None,
+        source: "SGLang native API docs (sglang-native-apis.md): /health, /get_server_info, /flush_cache; http_server.py; sampling params ignore_eos",
+        sources: &[
+            ("health_path", "sgl-project docs, native APIs: GET /health (python/sglang/srt/entrypoints/http_server.py; line not pinned)"),
+            ("kv_cache_dirs", "sgl-project docs, native APIs: POST /flush_cache flushes the in-memory radix cache; nothing on disk"),
+            ("ignore_eos", "sgl-project docs, sampling parameters: ignore_eos"),
+        ],
+        assumed: &["version", "metrics_path", "draft_counters"],
     },
     Preset {
         name: "mlx-lm",
-        health_path: "/v1/models",
-        version: VersionFrom::Command { arg: "--version" },
+        health_path: "/health",
+        // The model loads on the generation thread after the HTTP server is up.
+        loads_lazily: true,
+        version: VersionFrom::Program { program: "mlx_lm", args: &["--version"] },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: None,
         request_extra: &[],
         ignore_eos: IgnoreEos::LogitBias,
-        source: "mlx-lm SERVER.md: /v1/models, /v1/chat/completions, logit_bias; --prompt-cache-size 0 disables its prompt cache; server.py reads no ignore_eos",
+        draft_counters: DraftCounters::None,
+        source: "ml-explore/mlx-lm mlx_lm/server.py: /health always 200, model loaded on the generation thread, logit_bias read, no ignore_eos; mlx_lm/cli.py --version",
+        sources: &[
+            ("health_path", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1595-L1611 (200 with no check of the model)"),
+            ("loads_lazily", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L430-L431, #L630-L631 (load_default on the generation thread)"),
+            ("version", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/cli.py#L41-L44, setup.py#L54 (`mlx_lm --version`)"),
+            ("kv_cache_dirs", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1712 (LRUPromptCache in memory, --prompt-cache-size)"),
+            ("metrics_path", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1589-L1600 (GET serves /v1/models and /health only)"),
+            ("ignore_eos", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1137, #L1200-L1206 (logit_bias read; no ignore_eos)"),
+            ("draft_counters", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py (no counter endpoint)"),
+        ],
+        assumed: &[],
     },
     Preset {
         name: "ollama",
         health_path: "/api/version",
+        loads_lazily: true,
         version: VersionFrom::Endpoint { path: "/api/version", pointer: "/version" },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: None,
         request_extra: &[],
-        ignore_eos: IgnoreEos::Field,
-        source: "Ollama docs/api.md: GET /api/version; OpenAI compatibility at /v1",
+        ignore_eos: IgnoreEos::Unsupported,
+        draft_counters: DraftCounters::None,
+        source: "Ollama docs/api.md: GET /api/version; OpenAI compatibility at /v1; a model loads on its first request",
+        sources: &[
+            ("health_path", "Ollama docs/api.md: GET /api/version"),
+            ("version", "Ollama docs/api.md: GET /api/version"),
+        ],
+        assumed: &["kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
     },
     Preset {
         name: "lm-studio",
         health_path: "/v1/models",
-        version: VersionFrom::Endpoint { path: "/api/v0/models", pointer: "/object" },
+        loads_lazily: true,
+        version: VersionFrom::Program { program: "lms", args: &["version"] },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: None,
         request_extra: &[],
-        ignore_eos: IgnoreEos::Field,
-        source: "LM Studio docs, OpenAI compatibility endpoints (/v1/models); version is best read from `lms version`",
+        ignore_eos: IgnoreEos::Unsupported,
+        draft_counters: DraftCounters::None,
+        source: "LM Studio docs, OpenAI compatibility endpoints (/v1/models); version from `lms version`",
+        sources: &[("health_path", "LM Studio docs, OpenAI compatibility endpoints: GET /v1/models")],
+        assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
     },
     Preset {
         name: "omlx",
-        health_path: "/v1/models",
-        version: VersionFrom::Endpoint { path: "/version", pointer: "/version" },
+        health_path: "/health",
+        // Models load on their first request (only pinned models load at start).
+        loads_lazily: true,
+        version: VersionFrom::Endpoint { path: "/api/status", pointer: "/version" },
         kv_cache_dir: Some("~/.omlx/cache"),
+        kv_cache_dirs: &["~/.omlx/cache"],
         metrics_path: None,
         request_extra: &[],
-        ignore_eos: IgnoreEos::Field,
-        source: "oMLX README: OpenAI-compatible server with a persistent prefix cache on disk",
+        ignore_eos: IgnoreEos::Unsupported,
+        draft_counters: DraftCounters::LogOnly { file: "~/.omlx/logs/server.log", marker: "acceptance=" },
+        source: "jundot/omlx omlx/server.py (/health, /api/status version), settings.py (~/.omlx/cache on by default), engine_pool.py (lazy load), engine/dflash.py (acceptance= in the log)",
+        sources: &[
+            ("health_path", "jundot/omlx@c9dc68d6ea49 omlx/server.py#L2114-L2153 (200 whatever is loaded)"),
+            ("loads_lazily", "jundot/omlx@c9dc68d6ea49 omlx/engine_pool.py#L686-L708, #L1679-L1691 (get_engine loads on demand; only pinned models at start)"),
+            ("version", "jundot/omlx@c9dc68d6ea49 omlx/server.py#L2156, #L2210 (GET /api/status, field version; no /version route)"),
+            ("kv_cache_dirs", "jundot/omlx@c9dc68d6ea49 omlx/settings.py#L43, #L294-L313; omlx/cli.py#L253-L265 (enabled by default, base_path/cache)"),
+            ("metrics_path", "jundot/omlx@c9dc68d6ea49 omlx/server.py (no /metrics route)"),
+            ("ignore_eos", "jundot/omlx@c9dc68d6ea49 omlx/api/openai_models.py#L269 (ChatCompletionRequest has neither ignore_eos nor logit_bias)"),
+            ("draft_counters", "jundot/omlx@c9dc68d6ea49 omlx/engine/dflash.py#L1023-L1028; omlx/cli.py#L185-L192 (base_path/logs/server.log)"),
+        ],
+        assumed: &[],
     },
     Preset {
         name: "rapid-mlx",
-        health_path: "/health",
-        version: VersionFrom::Endpoint { path: "/version", pointer: "/version" },
+        health_path: "/health/ready",
+        loads_lazily: false,
+        version: VersionFrom::Command { arg: "--version" },
+        kv_cache_dir: Some("~/.cache/rapid-mlx/prefix_cache"),
+        kv_cache_dirs: &["~/.cache/rapid-mlx/prefix_cache", "~/.cache/vllm-mlx/prefix_cache"],
+        metrics_path: Some("/metrics"),
+        request_extra: &[],
+        ignore_eos: IgnoreEos::Unsupported,
+        draft_counters: DraftCounters::Prometheus {
+            drafted: "rapid_mlx_spec_decode_attempts_total",
+            accepted: "rapid_mlx_spec_decode_accepts_total",
+        },
+        source: "raullenchai/Rapid-MLX (formerly vllm-mlx) vllm_mlx/routes/health.py, runtime/cache.py, server.py, routes/metrics.py, routes/chat.py, cli.py",
+        sources: &[
+            ("health_path", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/routes/health.py#L115-L128 (503 until ready); #L53-L107 (/health 200 with ready)"),
+            ("version", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/cli.py#L9228-L9230 (`rapid-mlx --version`); routes/metrics.py#L1059-L1071 (rapid_mlx_build_info)"),
+            ("kv_cache_dirs", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/runtime/cache.py#L343-L348; server.py#L341-L363, #L366-L384, #L777-L787 (saved on shutdown, loaded after start)"),
+            ("metrics_path", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/routes/metrics.py#L1769-L1780"),
+            ("ignore_eos", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/api/models.py#L1484 (no ignore_eos field; extra fields dropped); routes/chat.py#L3868-L3875 (non-empty logit_bias: 400)"),
+            ("draft_counters", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/routes/metrics.py#L561-L566, #L645-L664"),
+        ],
+        assumed: &[],
+    },
+    Preset {
+        name: "splash",
+        health_path: "/ready",
+        loads_lazily: false,
+        version: VersionFrom::Command { arg: "--version" },
+        // Its persistent prefix cache is opt-in (a cache file and a size); its prepared-weights
+        // cache is not a KV cache and is never touched.
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: Some("/metrics"),
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
-        source: "vllm-mlx README: vLLM-style server (/health, /version, /metrics) on MLX",
+        draft_counters: DraftCounters::Prometheus { drafted: "splash_drafted_tokens_total", accepted: "splash_accepted_draft_tokens_total" },
+        source: "incoai/splash server/metrics.py (counters), dev/tests/engine/test_ignore_eos.py (ignore_eos), dev/tests/persistent_cache_real.py (opt-in persistent cache), README (splash serve --model)",
+        sources: &[
+            ("kv_cache_dirs", "incoai/splash@e11e9e001f81 dev/tests/persistent_cache_real.py#L56-L65 (persistence only when a size is given; default folder not found)"),
+            ("ignore_eos", "incoai/splash@bfcb3d61b85f dev/tests/engine/test_ignore_eos.py#L19-L35 (chat and completions carry the flag), #L37-L50 (non-boolean: 400)"),
+            ("draft_counters", "incoai/splash@036ff131d007 server/metrics.py#L180-L181"),
+        ],
+        assumed: &["health_path", "version", "metrics_path"],
+    },
+    Preset {
+        name: "mtplx",
+        // The server is built after the model is loaded, so /health answers only then.
+        health_path: "/health",
+        loads_lazily: false,
+        version: VersionFrom::Command { arg: "--version" },
+        kv_cache_dir: Some("~/.mtplx/session-bank"),
+        kv_cache_dirs: &["~/.mtplx/session-bank"],
+        metrics_path: None,
+        request_extra: &[],
+        ignore_eos: IgnoreEos::Unsupported,
+        draft_counters: DraftCounters::FinalChunk { object: "mtplx_stats", drafted: "drafted_tokens", accepted: "accepted_drafts" },
+        source: "youssofal/MTPLX mtplx/server/openai.py (/health, session bank, mtplx_stats), mtplx/cli.py (serve, --version, --ssd-session-cache)",
+        sources: &[
+            ("health_path", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L17330, #L23388, #L23401 (model loaded in ServerState before the app and uvicorn start)"),
+            ("version", "youssofal/MTPLX@0001c3cbe8ff mtplx/cli.py#L1850-L1854 (`mtplx --version`)"),
+            ("kv_cache_dirs", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L22928-L22937; mtplx/cli.py#L652-L662 (--ssd-session-cache off|on|write-only, off for serve)"),
+            ("metrics_path", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py (no Prometheus route)"),
+            ("ignore_eos", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L669-L699 (no ignore_eos or logit_bias; extra fields allowed and unread)"),
+            ("draft_counters", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L11815-L11817, #L21845-L21859"),
+        ],
+        assumed: &[],
+    },
+    Preset {
+        name: "kapitsa",
+        health_path: "/v1/models",
+        loads_lazily: true,
+        version: VersionFrom::Command { arg: "--version" },
+        kv_cache_dir: None,
+        kv_cache_dirs: &[],
+        metrics_path: None,
+        request_extra: &[],
+        ignore_eos: IgnoreEos::Unsupported,
+        draft_counters: DraftCounters::None,
+        source: "nace-ai/kapitsa README (OpenAI and Anthropic APIs, `kapitsa <agent> --model`); its server source was not found: every value is assumed",
+        sources: &[],
+        assumed: &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
     },
     Preset {
         name: "benchpass-sim",
         health_path: "/health",
+        loads_lazily: false,
         version: VersionFrom::Endpoint { path: "/version", pointer: "/version" },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: None,
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
+        draft_counters: DraftCounters::None,
         source: "this project: `benchpass sim` (docs/raw-format.md, ARCHITECTURE.md)",
+        sources: &[
+            ("health_path", "harness/src/sim/server.rs"),
+            ("version", "harness/src/sim/server.rs"),
+            ("kv_cache_dirs", "harness/src/sim/server.rs (no cache)"),
+            ("metrics_path", "harness/src/sim/server.rs"),
+            ("ignore_eos", "harness/src/sim/server.rs"),
+            ("draft_counters", "harness/src/sim/server.rs"),
+        ],
+        assumed: &[],
     },
     Preset {
         name: "openai-compatible",
         health_path: "/v1/models",
+        loads_lazily: false,
         version: VersionFrom::Endpoint { path: "/version", pointer: "/version" },
         kv_cache_dir: None,
+        kv_cache_dirs: &[],
         metrics_path: None,
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
+        draft_counters: DraftCounters::None,
         source: "the OpenAI API: GET /v1/models is the one endpoint every compatible server has",
+        sources: &[("health_path", "the OpenAI API reference: GET /v1/models")],
+        assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
     },
 ];
 
@@ -136,4 +394,103 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
 
 pub fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|p| p.name).collect()
+}
+
+impl Preset {
+    /// Whether the value under `key` was not read from the engine's source.
+    pub fn is_assumed(&self, key: &str) -> bool {
+        self.assumed.contains(&key)
+    }
+
+    /// Where the value under `key` was read, if it was.
+    pub fn source_of(&self, key: &str) -> Option<&'static str> {
+        self.sources.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let names = names();
+        for (i, name) in names.iter().enumerate() {
+            assert!(!names[..i].contains(name), "{name} twice");
+            assert_eq!(preset(name).unwrap().name, *name);
+        }
+        assert!(preset("no-such-engine").is_none());
+        for name in ["splash", "mtplx", "kapitsa", "sglang", "rapid-mlx", "omlx"] {
+            assert!(preset(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_value_is_sourced_or_marked_assumed_never_both() {
+        for p in PRESETS {
+            for key in KEYS {
+                let sourced = p.source_of(key).is_some();
+                assert!(sourced != p.is_assumed(key), "{}: `{key}` must be either sourced or assumed, not {}", p.name, if sourced { "both" } else { "neither" });
+            }
+            for (key, source) in p.sources {
+                assert!(!source.is_empty() && (KEYS.contains(key) || *key == "loads_lazily"), "{}: source for `{key}`", p.name);
+            }
+            for key in p.assumed {
+                assert!(KEYS.contains(key), "{}: assumed `{key}` is no key", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_cleared_folder_is_the_first_cache_folder() {
+        for p in PRESETS {
+            assert_eq!(p.kv_cache_dir, p.kv_cache_dirs.first().copied(), "{}", p.name);
+            for dir in p.kv_cache_dirs {
+                // Cleared folders are the engine's own, under the home folder, never the home folder itself.
+                assert!(dir.starts_with("~/.") && dir.len() > "~/.x/".len(), "{}: {dir}", p.name);
+            }
+        }
+        assert_eq!(preset("rapid-mlx").unwrap().kv_cache_dirs, &["~/.cache/rapid-mlx/prefix_cache", "~/.cache/vllm-mlx/prefix_cache"]);
+    }
+
+    #[test]
+    fn ignore_eos_ways_are_exclusive() {
+        for way in [IgnoreEos::Field, IgnoreEos::LogitBias, IgnoreEos::Unsupported] {
+            let count = [way.honours_field(), way.adds_logit_bias(), way.may_stop_short()].iter().filter(|b| **b).count();
+            assert_eq!(count, 1, "{way:?}");
+        }
+        // Rapid-MLX answers a non-empty logit_bias with 400: it must never get one.
+        assert!(!preset("rapid-mlx").unwrap().ignore_eos.adds_logit_bias());
+        assert_eq!(preset("mlx-lm").unwrap().ignore_eos, IgnoreEos::LogitBias);
+        assert_eq!(preset("splash").unwrap().ignore_eos, IgnoreEos::Field);
+    }
+
+    #[test]
+    fn counters_on_a_metrics_endpoint_need_one() {
+        for p in PRESETS {
+            if let DraftCounters::Prometheus { drafted, accepted } = p.draft_counters {
+                assert!(p.metrics_path.is_some(), "{}", p.name);
+                assert!(drafted.ends_with("_total") && accepted.ends_with("_total"), "{}", p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn version_argv_runs_the_executable_or_a_program_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = dir.path().join("mlx_lm.server");
+        std::fs::write(&server, "").unwrap();
+        let command = VersionFrom::Command { arg: "--version" };
+        assert_eq!(command.argv(Some(&server)).unwrap(), vec![server.display().to_string(), "--version".to_owned()]);
+        assert_eq!(command.argv(None), None);
+        let endpoint = VersionFrom::Endpoint { path: "/version", pointer: "/version" };
+        assert_eq!(endpoint.argv(Some(&server)), None);
+
+        let program = VersionFrom::Program { program: "benchpass-test-no-such-program", args: &["--version"] };
+        // Neither beside the executable nor on PATH: nothing to run.
+        assert_eq!(program.argv(Some(&server)), None);
+        let sibling = dir.path().join("benchpass-test-no-such-program");
+        std::fs::write(&sibling, "").unwrap();
+        assert_eq!(program.argv(Some(&server)).unwrap(), vec![sibling.display().to_string(), "--version".to_owned()]);
+    }
 }
