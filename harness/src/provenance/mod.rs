@@ -1,5 +1,7 @@
 //! Where a pass came from: the machine, benchpass itself, the engine executable and the weights.
 
+pub mod linux_power;
+pub mod mac;
 mod machine;
 mod weights;
 

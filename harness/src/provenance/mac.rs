@@ -1,0 +1,525 @@
+//! The machine facts a Mac benchmarker expects: chip, model, core counts, GPU cores, memory,
+//! macOS version, Rosetta, power source and mode, the GPU wired-memory limit, swap and thermal
+//! pressure.
+//!
+//! Each parser is a pure function of one command's output and returns `None` on anything it does
+//! not recognise: a fact is reported as the OS printed it or not at all, never guessed. The tests
+//! run them on real captured outputs in `fixtures/macos/` (its README says where each came from).
+//! [`mac_facts`] runs the commands, on macOS only.
+
+use serde::{Deserialize, Serialize};
+
+/// What macOS says about the machine. Every field is absent when its command failed or printed
+/// something the parser does not recognise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacFacts {
+    /// `sysctl -n machdep.cpu.brand_string`, e.g. `Apple M1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chip: Option<String>,
+    /// `sysctl -n hw.model`, e.g. `MacBookAir10,1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_identifier: Option<String>,
+    /// `sysctl -n hw.perflevel0.physicalcpu`: performance cores (Apple Silicon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_cores: Option<u32>,
+    /// `sysctl -n hw.perflevel1.physicalcpu`: efficiency cores (Apple Silicon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_cores: Option<u32>,
+    /// `"gpu-core-count"` of the AGXAccelerator node in `ioreg -rc AGXAccelerator -d1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_cores: Option<u32>,
+    /// `sysctl -n hw.memsize`: unified memory in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// `sw_vers`: ProductName, ProductVersion and BuildVersion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<SwVers>,
+    /// `sysctl -n sysctl.proc_translated`: benchpass itself runs under Rosetta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rosetta: Option<bool>,
+    /// First line of `pmset -g batt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_source: Option<PowerSource>,
+    /// `powermode` or `lowpowermode` in `pmset -g`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_mode: Option<PowerMode>,
+    /// `sysctl -n iogpu.wired_limit_mb`, in MiB; 0 means no override is set and macOS's own
+    /// default limit applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_wired_limit_mb: Option<u64>,
+    /// `sysctl -n vm.swapusage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<SwapUsage>,
+    /// `notifyutil -g com.apple.system.thermalpressurelevel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal_pressure: Option<ThermalPressure>,
+}
+
+/// `sw_vers` output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwVers {
+    /// `macOS` (11 and later) or `Mac OS X` (10.x).
+    pub product_name: String,
+    pub product_version: String,
+    pub build_version: String,
+}
+
+/// Where the Mac draws its power from, as the first line of `pmset -g batt` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PowerSource {
+    /// `Now drawing from 'AC Power'`.
+    Ac,
+    /// `Now drawing from 'Battery Power'`.
+    Battery,
+}
+
+/// The energy mode in `pmset -g`: 0 Automatic, 1 Low Power, 2 High Power.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PowerMode {
+    Automatic,
+    Low,
+    High,
+}
+
+impl PowerMode {
+    pub fn from_value(value: u8) -> Option<Self> {
+        match value {
+            0 => Some(Self::Automatic),
+            1 => Some(Self::Low),
+            2 => Some(Self::High),
+            _ => None,
+        }
+    }
+}
+
+/// `sysctl vm.swapusage`, in bytes (the OS prints MiB with two decimals; each figure here is
+/// that printed value converted and rounded to the nearest byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwapUsage {
+    pub total_bytes: u64,
+    pub used_bytes: u64,
+    pub free_bytes: u64,
+    pub encrypted: bool,
+}
+
+/// macOS's thermal pressure level (`OSThermalPressureLevel` in `libkern/OSThermalNotification.h`,
+/// macOS values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThermalPressure {
+    Nominal,
+    Moderate,
+    Heavy,
+    Trapping,
+    Sleeping,
+}
+
+impl ThermalPressure {
+    /// The macOS level number: 0 nominal … 4 sleeping. Other Apple platforms number their levels
+    /// 0/10/20/30/40/50; those are not macOS values and give `None`.
+    pub fn from_level(level: u64) -> Option<Self> {
+        match level {
+            0 => Some(Self::Nominal),
+            1 => Some(Self::Moderate),
+            2 => Some(Self::Heavy),
+            3 => Some(Self::Trapping),
+            4 => Some(Self::Sleeping),
+            _ => None,
+        }
+    }
+
+    /// The machine is warm enough that macOS reports pressure (moderate or worse): a run measured
+    /// then may have been slowed by it.
+    pub fn is_above_nominal(self) -> bool {
+        self != Self::Nominal
+    }
+}
+
+/// The value of one sysctl, from `sysctl -n NAME` (the bare value) or `sysctl NAME` (`NAME:
+/// value`). `None` for empty output, more than one line, another name, or an error such as
+/// `sysctl: unknown oid '…'`.
+pub fn parse_sysctl_value<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let text = text.trim();
+    if text.is_empty() || text.contains('\n') || text.starts_with("sysctl:") {
+        return None;
+    }
+    let value = match text.strip_prefix(name).and_then(|rest| rest.strip_prefix(':')) {
+        Some(value) => value.trim(),
+        None => {
+            // A `name: value` line for some other name is not this value.
+            if let Some((head, _)) = text.split_once(": ") {
+                if !head.contains(char::is_whitespace) && head.contains('.') {
+                    return None;
+                }
+            }
+            text
+        }
+    };
+    (!value.is_empty()).then_some(value)
+}
+
+fn sysctl_number<T: std::str::FromStr>(text: &str, name: &str) -> Option<T> {
+    let value = parse_sysctl_value(text, name)?;
+    if !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+/// `sysctl -n machdep.cpu.brand_string`: the chip, e.g. `Apple M1`.
+pub fn parse_chip(text: &str) -> Option<String> {
+    parse_sysctl_value(text, "machdep.cpu.brand_string").map(str::to_owned)
+}
+
+/// `sysctl -n hw.model`: the model identifier, e.g. `MacBookAir10,1`. A single token.
+pub fn parse_model_identifier(text: &str) -> Option<String> {
+    let value = parse_sysctl_value(text, "hw.model")?;
+    (!value.contains(char::is_whitespace)).then(|| value.to_owned())
+}
+
+/// `sysctl -n hw.perflevelN.physicalcpu` for level `level` (0: performance cores, 1: efficiency
+/// cores on Apple Silicon). A count of 0 gives `None`.
+pub fn parse_perflevel_cores(text: &str, level: u8) -> Option<u32> {
+    let name = format!("hw.perflevel{level}.physicalcpu");
+    sysctl_number::<u32>(text, &name).filter(|&n| n > 0)
+}
+
+/// `sysctl -n hw.memsize`: physical memory in bytes. 0 gives `None`.
+pub fn parse_memsize(text: &str) -> Option<u64> {
+    sysctl_number::<u64>(text, "hw.memsize").filter(|&n| n > 0)
+}
+
+/// `sysctl -n sysctl.proc_translated`: `1` under Rosetta, `0` native. On an Intel Mac the name
+/// does not exist (an error), which gives `None`, as does anything but 0 or 1.
+pub fn parse_rosetta(text: &str) -> Option<bool> {
+    match parse_sysctl_value(text, "sysctl.proc_translated")? {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+/// `sysctl -n iogpu.wired_limit_mb`: the GPU wired-memory limit in MiB (0: no override).
+pub fn parse_wired_limit_mb(text: &str) -> Option<u64> {
+    sysctl_number(text, "iogpu.wired_limit_mb")
+}
+
+/// `sw_vers`: all three of ProductName, ProductVersion and BuildVersion, each once; other keys
+/// (such as `ProductVersionExtra`) are allowed and ignored.
+pub fn parse_sw_vers(text: &str) -> Option<SwVers> {
+    let (mut name, mut version, mut build) = (None, None, None);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (key, value) = line.split_once(':')?;
+        let value = value.trim();
+        let slot = match key.trim() {
+            "ProductName" => &mut name,
+            "ProductVersion" => &mut version,
+            "BuildVersion" => &mut build,
+            _ => continue,
+        };
+        if value.is_empty() || slot.is_some() {
+            return None;
+        }
+        *slot = Some(value.to_owned());
+    }
+    let version = version?;
+    let version_ok = version.split('.').all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    if !version_ok {
+        return None;
+    }
+    Some(SwVers { product_name: name?, product_version: version, build_version: build? })
+}
+
+/// The first line of `pmset -g batt`: `Now drawing from 'AC Power'` or `'Battery Power'`.
+pub fn parse_pmset_batt(text: &str) -> Option<PowerSource> {
+    let first = text.lines().next()?.trim();
+    match first.strip_prefix("Now drawing from ")? {
+        "'AC Power'" => Some(PowerSource::Ac),
+        "'Battery Power'" => Some(PowerSource::Battery),
+        _ => None,
+    }
+}
+
+/// The energy mode in `pmset -g`: the `powermode` line (recent macOS) or the `lowpowermode` line
+/// (macOS 12), read from the "Currently in use" section when there is one. `None` when neither
+/// line is there (a Mac without energy modes), when a value is not 0, 1 or 2, or when the lines
+/// disagree.
+pub fn parse_pmset_power_mode(text: &str) -> Option<PowerMode> {
+    let in_use = match text.split_once("Currently in use:") {
+        Some((_, rest)) => rest,
+        None => text,
+    };
+    let mut found: Option<PowerMode> = None;
+    for line in in_use.lines() {
+        let mut words = line.split_whitespace();
+        let key = words.next();
+        if !matches!(key, Some("powermode" | "lowpowermode")) {
+            continue;
+        }
+        let value: u8 = words.next()?.parse().ok()?;
+        if words.next().is_some() {
+            return None;
+        }
+        let mode = PowerMode::from_value(value)?;
+        if found.is_some_and(|m| m != mode) {
+            return None;
+        }
+        found = Some(mode);
+    }
+    found
+}
+
+/// `"gpu-core-count" = N` in `ioreg -rc AGXAccelerator -d1` (or in `ioreg -l`, whose lines carry
+/// the tree's `|` prefix). Only a property line counts, not the same words inside a dictionary;
+/// two different counts, or 0, give `None`.
+pub fn parse_ioreg_gpu_cores(text: &str) -> Option<u32> {
+    let mut found: Option<u32> = None;
+    for line in text.lines() {
+        let line = line.trim_start_matches(|c: char| c == '|' || c.is_whitespace());
+        let Some(rest) = line.strip_prefix("\"gpu-core-count\"") else { continue };
+        let value = rest.trim_start().strip_prefix('=')?.trim();
+        if !value.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let cores: u32 = value.parse().ok().filter(|&n| n > 0)?;
+        if found.is_some_and(|n| n != cores) {
+            return None;
+        }
+        found = Some(cores);
+    }
+    found
+}
+
+/// `sysctl -n vm.swapusage`: `total = 2048.00M  used = 1034.75M  free = 1013.25M  (encrypted)`,
+/// optionally after `vm.swapusage:`. The decimal separator may be a comma (the OS follows the
+/// locale). All three figures must be there.
+pub fn parse_swap_usage(text: &str) -> Option<SwapUsage> {
+    let body = parse_sysctl_value(text, "vm.swapusage")?;
+    let (mut total, mut used, mut free) = (None, None, None);
+    let mut encrypted = false;
+    let mut words = body.split_whitespace();
+    while let Some(word) = words.next() {
+        let slot = match word {
+            "total" => &mut total,
+            "used" => &mut used,
+            "free" => &mut free,
+            "(encrypted)" => {
+                encrypted = true;
+                continue;
+            }
+            _ => return None,
+        };
+        if words.next()? != "=" || slot.is_some() {
+            return None;
+        }
+        *slot = Some(size_bytes(words.next()?)?);
+    }
+    Some(SwapUsage { total_bytes: total?, used_bytes: used?, free_bytes: free?, encrypted })
+}
+
+/// `1034.75M` → bytes: digits, an optional `.`/`,` with up to two decimals, a K/M/G/T unit
+/// (powers of 1024). Rounded to the nearest byte.
+fn size_bytes(word: &str) -> Option<u64> {
+    let (number, unit) = word.split_at(word.len().checked_sub(1)?);
+    let unit: u128 = match unit {
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        _ => return None,
+    };
+    let (whole, frac) = match number.split_once(['.', ',']) {
+        Some((w, f)) => (w, f),
+        None => (number, ""),
+    };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 2 {
+        return None;
+    }
+    let hundredths: u128 = whole.parse::<u128>().ok()? * 100 + format!("{frac:0<2}").parse::<u128>().ok()?;
+    u64::try_from((hundredths * unit + 50) / 100).ok()
+}
+
+/// `notifyutil -g com.apple.system.thermalpressurelevel`: the key, a space, the level. Note that
+/// `notifyutil -g` prints 0 for a key nothing ever posted, so nominal can also mean "never set".
+pub fn parse_thermal_pressure(text: &str) -> Option<ThermalPressure> {
+    let text = text.trim();
+    let level = text.strip_prefix("com.apple.system.thermalpressurelevel")?;
+    let level = level.strip_prefix(' ')?.trim();
+    if level.is_empty() || !level.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    ThermalPressure::from_level(level.parse().ok()?)
+}
+
+/// Runs the commands and parses what they print; a command that fails leaves its fact absent.
+#[cfg(target_os = "macos")]
+pub fn mac_facts() -> MacFacts {
+    use std::process::Command;
+
+    fn run(program: &str, args: &[&str]) -> Option<String> {
+        let out = Command::new(program).args(args).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+    let sysctl = |name: &str| run("/usr/sbin/sysctl", &["-n", name]);
+
+    MacFacts {
+        chip: sysctl("machdep.cpu.brand_string").as_deref().and_then(parse_chip),
+        model_identifier: sysctl("hw.model").as_deref().and_then(parse_model_identifier),
+        performance_cores: sysctl("hw.perflevel0.physicalcpu").and_then(|t| parse_perflevel_cores(&t, 0)),
+        efficiency_cores: sysctl("hw.perflevel1.physicalcpu").and_then(|t| parse_perflevel_cores(&t, 1)),
+        gpu_cores: run("/usr/sbin/ioreg", &["-rc", "AGXAccelerator", "-d1"]).as_deref().and_then(parse_ioreg_gpu_cores),
+        memory_bytes: sysctl("hw.memsize").as_deref().and_then(parse_memsize),
+        os: run("/usr/bin/sw_vers", &[]).as_deref().and_then(parse_sw_vers),
+        rosetta: sysctl("sysctl.proc_translated").as_deref().and_then(parse_rosetta),
+        power_source: run("/usr/bin/pmset", &["-g", "batt"]).as_deref().and_then(parse_pmset_batt),
+        power_mode: run("/usr/bin/pmset", &["-g"]).as_deref().and_then(parse_pmset_power_mode),
+        gpu_wired_limit_mb: sysctl("iogpu.wired_limit_mb").as_deref().and_then(parse_wired_limit_mb),
+        swap: sysctl("vm.swapusage").as_deref().and_then(parse_swap_usage),
+        thermal_pressure: run("/usr/bin/notifyutil", &["-g", "com.apple.system.thermalpressurelevel"])
+            .as_deref()
+            .and_then(parse_thermal_pressure),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! fixture {
+        ($name:literal) => {
+            include_str!(concat!("../../../fixtures/macos/", $name))
+        };
+    }
+
+    #[test]
+    fn sw_vers_real_and_constructed() {
+        let v = parse_sw_vers(fixture!("sw_vers-1.txt")).unwrap();
+        assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("Mac OS X", "10.13", "17A405"));
+        let v = parse_sw_vers(fixture!("sw_vers-2.txt")).unwrap();
+        assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("Mac OS X", "10.15.5", "19F101"));
+        // Constructed: the macOS 11+ layout, two tabs after the colon.
+        let v = parse_sw_vers(fixture!("sw_vers-3-constructed.txt")).unwrap();
+        assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("macOS", "14.5", "23F79"));
+
+        assert_eq!(parse_sw_vers(""), None);
+        assert_eq!(parse_sw_vers("ProductName:\tmacOS\nProductVersion:\t14.5\n"), None, "no build");
+        assert_eq!(parse_sw_vers("ProductName:\tmacOS\nProductVersion:\t14.x\nBuildVersion:\t23F79\n"), None);
+        assert_eq!(parse_sw_vers("zsh: command not found: sw_vers\n"), None);
+    }
+
+    #[test]
+    fn sysctl_values_real() {
+        assert_eq!(parse_chip(fixture!("sysctl-brand_string-1.txt")).as_deref(), Some("Apple M1"));
+        assert_eq!(parse_chip(fixture!("sysctl-brand_string-2.txt")).as_deref(), Some("Apple processor"));
+        assert_eq!(parse_chip("Apple M1\n").as_deref(), Some("Apple M1"), "the -n form");
+        assert_eq!(parse_chip("hw.model: MacBookAir10,1\n"), None, "another name");
+
+        assert_eq!(parse_perflevel_cores(fixture!("sysctl-perflevel0-1.txt"), 0), Some(8));
+        assert_eq!(parse_perflevel_cores(fixture!("sysctl-perflevel1-1.txt"), 1), Some(2));
+        assert_eq!(parse_perflevel_cores(fixture!("sysctl-perflevel1-1.txt"), 0), None, "level 1's line is not level 0");
+        assert_eq!(parse_perflevel_cores("sysctl: unknown oid 'hw.perflevel1.physicalcpu'\n", 1), None);
+        assert_eq!(parse_perflevel_cores("8 \n4\n", 0), None);
+
+        assert_eq!(parse_rosetta(fixture!("sysctl-proc_translated-1.txt")), Some(false));
+        assert_eq!(parse_rosetta(fixture!("sysctl-proc_translated-2.txt")), Some(true));
+        assert_eq!(parse_rosetta(fixture!("sysctl-proc_translated-3.txt")), None, "Intel: unknown oid");
+        assert_eq!(parse_rosetta("2\n"), None);
+    }
+
+    #[test]
+    fn sysctl_values_constructed() {
+        assert_eq!(parse_model_identifier(fixture!("sysctl-hw.model-1-constructed.txt")).as_deref(), Some("MacBookAir10,1"));
+        assert_eq!(parse_memsize(fixture!("sysctl-hw.memsize-1-constructed.txt")), Some(16 * 1024 * 1024 * 1024));
+        assert_eq!(parse_wired_limit_mb(fixture!("sysctl-iogpu.wired_limit_mb-1-constructed.txt")), Some(0));
+        assert_eq!(parse_wired_limit_mb("iogpu.wired_limit_mb: 57344\n"), Some(57344));
+        assert_eq!(parse_memsize("-1\n"), None);
+        assert_eq!(parse_memsize("0\n"), None);
+        assert_eq!(parse_model_identifier("Mac Book\n"), None);
+    }
+
+    #[test]
+    fn ioreg_gpu_cores_real() {
+        // The AGXAcceleratorG13G_B0 node of an M1 MacBook Air (`ioreg -l`, tree prefixes kept):
+        // `"gpu-core-count" = 8`; `"num_cores"=8` inside GPUConfigurationVariable is not read.
+        assert_eq!(parse_ioreg_gpu_cores(fixture!("ioreg-agxaccelerator-1.txt")), Some(8));
+        // The same property as `ioreg -rc AGXAccelerator -d1` prints it, without the tree.
+        assert_eq!(parse_ioreg_gpu_cores("    {\n      \"gpu-core-count\" = 10\n    }\n"), Some(10));
+        assert_eq!(parse_ioreg_gpu_cores("\"GPUConfigurationVariable\" = {\"num_cores\"=8}\n"), None);
+        assert_eq!(parse_ioreg_gpu_cores("  \"gpu-core-count\" = 8\n  \"gpu-core-count\" = 10\n"), None);
+        assert_eq!(parse_ioreg_gpu_cores("  \"gpu-core-count\" = 0\n"), None);
+        assert_eq!(parse_ioreg_gpu_cores(""), None);
+    }
+
+    #[test]
+    fn pmset_batt_real() {
+        assert_eq!(parse_pmset_batt(fixture!("pmset-batt-1.txt")), Some(PowerSource::Ac));
+        assert_eq!(parse_pmset_batt(fixture!("pmset-batt-2.txt")), Some(PowerSource::Battery));
+        assert_eq!(parse_pmset_batt(fixture!("pmset-batt-3.txt")), Some(PowerSource::Ac), "a Mac without battery");
+        assert_eq!(parse_pmset_batt("Now drawing from 'UPS Power'\n"), None);
+        assert_eq!(parse_pmset_batt(""), None);
+    }
+
+    #[test]
+    fn pmset_power_mode_real_and_constructed() {
+        assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-1.txt")), Some(PowerMode::Automatic), "lowpowermode 0");
+        assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-2.txt")), None, "no power-mode line");
+        // Constructed: a `powermode` line.
+        assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-3-constructed.txt")), Some(PowerMode::High));
+        assert_eq!(parse_pmset_power_mode(" lowpowermode         1\n powermode            1\n"), Some(PowerMode::Low));
+        assert_eq!(parse_pmset_power_mode(" lowpowermode         1\n powermode            0\n"), None, "disagree");
+        assert_eq!(parse_pmset_power_mode(" powermode            3\n"), None);
+        assert_eq!(parse_pmset_power_mode(" powermode\n"), None);
+    }
+
+    #[test]
+    fn swap_usage_real() {
+        let s = parse_swap_usage(fixture!("sysctl-vm.swapusage-1.txt")).unwrap();
+        // 4096.00M = 4096 MiB; 2743.50M = 2743.5 × 1048576; 1352.50M likewise.
+        assert_eq!(s, SwapUsage { total_bytes: 4_294_967_296, used_bytes: 2_876_768_256, free_bytes: 1_418_199_040, encrypted: true });
+        // Decimal comma: 1024,00M, 379,25M = 379.25 × 1048576, 644,75M.
+        let s = parse_swap_usage(fixture!("sysctl-vm.swapusage-2.txt")).unwrap();
+        assert_eq!(s, SwapUsage { total_bytes: 1_073_741_824, used_bytes: 397_672_448, free_bytes: 676_069_376, encrypted: true });
+        // The brief's example, -n form: 1034.75M = 1_085_014_016 bytes.
+        let s = parse_swap_usage("total = 2048.00M  used = 1034.75M  free = 1013.25M  (encrypted)\n").unwrap();
+        assert_eq!(s.used_bytes, 1_085_014_016);
+        // 0.01 MiB is 10485.76 bytes: rounded to the nearest byte.
+        assert_eq!(parse_swap_usage("total = 0.01M  used = 0.00M  free = 0.01M\n").unwrap().total_bytes, 10_486);
+        assert_eq!(parse_swap_usage("total = 0.00M  used = 0.00M  free = 0.00M  \n").map(|s| s.encrypted), Some(false));
+        assert_eq!(parse_swap_usage("total = 2048.00M  used = 1034.75M\n"), None, "free missing");
+        assert_eq!(parse_swap_usage("total = 2048.00X  used = 1M  free = 1M\n"), None);
+        assert_eq!(parse_swap_usage("total = 1.2.3M  used = 1M  free = 1M\n"), None);
+    }
+
+    #[test]
+    fn thermal_pressure_real_and_levels() {
+        let t = parse_thermal_pressure(fixture!("notifyutil-thermalpressurelevel-1.txt")).unwrap();
+        assert_eq!(t, ThermalPressure::Nominal);
+        assert!(!t.is_above_nominal());
+        // The other levels, in the documented format (no real capture of them was found).
+        for (level, want) in [(1, ThermalPressure::Moderate), (2, ThermalPressure::Heavy), (3, ThermalPressure::Trapping), (4, ThermalPressure::Sleeping)] {
+            let got = parse_thermal_pressure(&format!("com.apple.system.thermalpressurelevel {level}\n"));
+            assert_eq!(got, Some(want));
+            assert!(want.is_above_nominal());
+        }
+        assert_eq!(parse_thermal_pressure("com.apple.system.thermalpressurelevel 10\n"), None, "not a macOS level");
+        assert_eq!(parse_thermal_pressure("com.apple.system.other 0\n"), None);
+        assert_eq!(parse_thermal_pressure("com.apple.system.thermalpressurelevel\n"), None);
+    }
+
+    #[test]
+    fn facts_serialize_without_absent_fields() {
+        let facts = MacFacts {
+            chip: Some("Apple M1".to_owned()),
+            power_mode: Some(PowerMode::High),
+            thermal_pressure: Some(ThermalPressure::Heavy),
+            ..MacFacts::default()
+        };
+        let json = serde_json::to_string(&facts).unwrap();
+        assert_eq!(json, r#"{"chip":"Apple M1","power_mode":"high","thermal_pressure":"heavy"}"#);
+        assert_eq!(serde_json::from_str::<MacFacts>(&json).unwrap(), facts);
+        assert_eq!(serde_json::to_string(&MacFacts::default()).unwrap(), "{}");
+    }
+}
