@@ -99,7 +99,8 @@ fn error(class: &str, message: impl Into<String>) -> Option<RunError> {
 
 /// Error classes (docs/raw-format.md): `connect`, `request`, `http-<status>`, `not-a-stream`,
 /// `first-token-timeout`, `idle-timeout`, `stream-broken`, `incomplete-stream`,
-/// `malformed-event`, `server-error`, `no-tokens`.
+/// `malformed-event`, `server-error`, `no-tokens`, `runaway-stream`, `oversized-event`,
+/// `oversized-run`.
 pub async fn stream_request(
     http: &reqwest::Client,
     url: &str,
@@ -149,9 +150,15 @@ pub async fn stream_request(
     let mut parser = SseParser::new();
     let mut stream = response.bytes_stream();
     let mut saw_token = false;
+    let mut last_token_at = started;
     let mut done = false;
+    let mut wire_bytes: u64 = 0;
+    let mut token_events: u64 = 0;
+    let max_token_events = body.get("max_tokens").and_then(Value::as_u64).map(limits::token_events_for);
     while !done {
-        let deadline = if saw_token { Instant::now() + config.idle_timeout } else { first_token_deadline };
+        // Idle means no token: keep-alive comments, empty deltas and trickled bytes are not
+        // progress, so only a token event moves the deadline.
+        let deadline = if saw_token { last_token_at + config.idle_timeout } else { first_token_deadline };
         let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
             Err(_) => {
                 let (class, what) = if saw_token {
@@ -170,7 +177,17 @@ pub async fn stream_request(
             Ok(Some(Ok(chunk))) => chunk,
         };
         let t_ns = started.elapsed().as_nanos() as u64;
-        for event in parser.feed(&chunk) {
+        wire_bytes += chunk.len() as u64;
+        if wire_bytes > limits::RUN_BYTES {
+            outcome.error = error("oversized-run", format!("the stream passed {} bytes; what came before is kept", limits::RUN_BYTES));
+            return outcome;
+        }
+        let events = parser.feed(&chunk);
+        if parser.pending_bytes() > limits::EVENT_BYTES {
+            outcome.error = error("oversized-event", format!("one event (or line) passed {} bytes without ending; what came before is kept", limits::EVENT_BYTES));
+            return outcome;
+        }
+        for event in events {
             if event.data.trim() == "[DONE]" {
                 done = true;
                 break;
@@ -184,6 +201,15 @@ pub async fn stream_request(
             let record = read_event(&payload, t_ns, event.wire_bytes, &mut outcome);
             if record.carries_tokens() {
                 saw_token = true;
+                last_token_at = Instant::now();
+                token_events += 1;
+                if max_token_events.is_some_and(|max| token_events > max) {
+                    outcome.events.push(record);
+                    let cap = body.get("max_tokens").and_then(Value::as_u64).unwrap_or_default();
+                    let message = format!("the server went on past {token_events} token events for a cap of {cap} tokens; what came before is kept");
+                    outcome.error = error("runaway-stream", message);
+                    return outcome;
+                }
                 if let Some(live) = live {
                     live.on_token_event();
                 }
@@ -221,6 +247,22 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         outcome.error = error("server-error", message);
     }
     EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning }
+}
+
+/// What one run may hold, so that a server that never stops cannot exhaust memory or disk
+/// (docs/reliability.md). Far beyond any honest stream.
+pub mod limits {
+    /// Bytes of one SSE line or event: an honest chunk is well under a kilobyte.
+    pub const EVENT_BYTES: usize = 1 << 20;
+    /// Bytes of one run's stream.
+    pub const RUN_BYTES: u64 = 256 << 20;
+
+    /// Token events allowed for a cap of `max_tokens`: an event carries at least one token
+    /// (or a piece of one, when a character spans tokens), so four times the cap, plus some,
+    /// is past what any engine that honours the cap sends.
+    pub fn token_events_for(max_tokens: u64) -> u64 {
+        max_tokens.saturating_mul(4).saturating_add(64)
+    }
 }
 
 /// The pause a `Retry-After` value asks for, in its delay-seconds form (what inference servers

@@ -305,10 +305,12 @@ enum ImportFormat {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // macOS starts processes with 256 open files: fewer than 256 concurrent streams need.
+    harness::platform::raise_open_file_limit();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", harness::progress::printable(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

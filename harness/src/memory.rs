@@ -1,8 +1,8 @@
-//! Resident memory of an engine's process tree, sampled in the background while it serves, so
-//! that each run can record the peak it saw. Linux only (`/proc`); elsewhere nothing is sampled
-//! and runs record no memory.
+//! Memory of an engine's process tree, sampled in the background while it serves, so that each
+//! run can record the peak it saw: resident size on Linux, physical footprint on macOS
+//! ([`crate::platform::MemoryMeasure`]); elsewhere nothing is sampled and runs record no memory.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,7 +44,7 @@ impl MemorySampler {
         let writer = Arc::clone(&sampler);
         let spawned = std::thread::Builder::new().name("memory-sampler".into()).spawn(move || {
             while !writer.stop.load(Ordering::Relaxed) {
-                if let Some(rss) = tree_rss(pid) {
+                if let Some(rss) = crate::platform::tree_memory(pid).map(|m| m.bytes) {
                     let now = Instant::now();
                     let mut samples = writer.samples.lock().unwrap_or_else(|e| e.into_inner());
                     samples.push_back((now, rss));
@@ -70,70 +70,12 @@ impl MemorySampler {
     }
 }
 
-/// Sum of VmRSS over `pid` and all its descendants, in bytes.
-pub fn tree_rss(pid: u32) -> Option<u64> {
-    if std::path::Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists() {
-        sum_over_tree(pid, |p| children_of(p).unwrap_or_default())
-    } else {
-        // A kernel without `/proc/PID/task/TID/children`: the slow way, every process.
-        tree_rss_by_scanning(pid)
-    }
-}
-
-/// VmRSS summed over `pid` and every descendant that `children` reaches (at most 10,000).
-fn sum_over_tree(pid: u32, mut children: impl FnMut(u32) -> Vec<u32>) -> Option<u64> {
-    let mut total = 0;
-    let mut stack = vec![pid];
-    let mut seen = 0;
-    while let Some(p) = stack.pop() {
-        seen += 1;
-        total += rss(p).unwrap_or(0);
-        stack.extend(children(p));
-        if seen > 10_000 {
-            break;
-        }
-    }
-    (total > 0).then_some(total)
-}
-
-/// The children of `pid`, from each of its threads' `children` file: a few small reads, where
-/// scanning every process's `stat` cost ~1 % of a core at 10 samples a second.
-fn children_of(pid: u32) -> Option<Vec<u32>> {
-    let mut children = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
-        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
-        children.extend(text.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
-    }
-    Some(children)
-}
-
-/// [`tree_rss`] by reading the parent of every process in `/proc`.
-fn tree_rss_by_scanning(pid: u32) -> Option<u64> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
-        // Field 4 (ppid) comes after the command name, which may hold spaces: read past ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
-        if let Some(parent) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) {
-            children.entry(parent).or_default().push(child);
-        }
-    }
-    sum_over_tree(pid, |p| children.remove(&p).unwrap_or_default())
-}
-
-fn rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// The process serving a URL that benchpass did not start, so that its memory can be sampled
 /// all the same.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
     pub pid: u32,
-    /// The process's command name (`/proc/PID/comm`), recorded with the pass so that a reader
+    /// The process's command name (`/proc/PID/comm`, lsof's on macOS), recorded with the pass so that a reader
     /// sees whose memory the runs carry (a container's port proxy is not the engine).
     pub command: String,
     pub port: u16,
@@ -160,56 +102,13 @@ pub fn listener_of(url: &str) -> Option<Listener> {
         return None;
     }
     let port = url.port_or_known_default()?;
-    let inodes: Vec<u64> = ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|table| std::fs::read_to_string(table).ok())
-        .flat_map(|table| listening_inodes(&table, port))
-        .collect();
-    if inodes.is_empty() {
+    let owners = crate::platform::listeners_of_port(port);
+    let [(pid, command)] = &owners[..] else { return None };
+    if *pid == std::process::id() {
         return None;
     }
-    let mut owners = owners_of(&inodes);
-    owners.sort_unstable();
-    owners.dedup();
-    let [pid] = owners[..] else { return None };
-    if pid == std::process::id() {
-        return None;
-    }
-    let command = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim().to_owned();
+    let (pid, command) = (*pid, command.clone());
     Some(Listener { pid, command, port })
-}
-
-/// Socket inodes in LISTEN state (`0A`) on `port`, from a `/proc/net/tcp` or `tcp6` table.
-fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let local_port = fields.get(1)?.rsplit(':').next()?;
-            let listening = *fields.get(3)? == "0A";
-            (listening && u16::from_str_radix(local_port, 16).ok()? == port).then(|| fields.get(9)?.parse().ok()).flatten()
-        })
-        .filter(|inode| *inode != 0)
-        .collect()
-}
-
-/// The processes holding any of these sockets open.
-fn owners_of(inodes: &[u64]) -> Vec<u32> {
-    let wanted: Vec<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    let mut owners = Vec::new();
-    let Ok(proc) = std::fs::read_dir("/proc") else { return owners };
-    for entry in proc.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else { continue };
-        let holds = fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path()).is_ok_and(|target| wanted.iter().any(|w| target.as_os_str() == w.as_str()))
-        });
-        if holds {
-            owners.push(pid);
-        }
-    }
-    owners
 }
 
 #[cfg(test)]
@@ -223,38 +122,6 @@ mod tests {
         let mut line = String::new();
         std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
         (child, line)
-    }
-
-    #[test]
-    fn a_child_process_is_counted_in_the_tree_both_ways() {
-        // A child holding 64 MiB resident: the tree under this process grows by about that much.
-        let (mut child, _) = python("import time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)");
-        let own = rss(std::process::id()).unwrap();
-        let by_children = tree_rss(std::process::id()).unwrap();
-        let by_scanning = tree_rss_by_scanning(std::process::id()).unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-        for tree in [by_children, by_scanning] {
-            assert!(tree >= own + (64 << 20), "{tree} bytes in the tree, {own} of them this process's");
-        }
-    }
-
-    #[test]
-    fn this_process_has_resident_memory() {
-        let own = tree_rss(std::process::id()).expect("Linux /proc");
-        assert!(own > 1 << 20, "{own} bytes");
-    }
-
-    #[test]
-    fn listening_sockets_are_read_from_the_proc_table() {
-        // Two rows of a real /proc/net/tcp: 127.0.0.1:8080 listening (inode 31337), and an
-        // established connection from port 8080 (state 01), which is not the listener.
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:1F90 0100007F:D2F0 01 00000000:00000000 00:00000000 00000000     0        0 31338 1 0000000000000000 20 4 30 10 -1
-";
-        assert_eq!(listening_inodes(table, 8080), [31337]);
-        assert!(listening_inodes(table, 8081).is_empty());
     }
 
     #[test]

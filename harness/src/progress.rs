@@ -129,7 +129,7 @@ impl Progress {
                 self.live.events_seen.fetch_add(events, Ordering::Relaxed);
             }
         }
-        let line = describe(run);
+        let line = printable(&describe(run));
         match &self.bar {
             Some(bar) => {
                 bar.set_message(line);
@@ -144,6 +144,7 @@ impl Progress {
 
     /// A line about what the pass is doing (starting an engine, clearing a cache).
     pub fn note(&self, line: &str) {
+        let line = &printable(line);
         match &self.bar {
             Some(bar) => bar.println(line),
             None if self.mode != ProgressMode::Quiet => eprintln!("{line}"),
@@ -163,6 +164,26 @@ impl Drop for Progress {
     fn drop(&mut self) {
         self.live.stopped.store(true, Ordering::Relaxed);
     }
+}
+
+/// `text` fit for a terminal line: secrets redacted, and control characters (escape
+/// sequences that recolour, retitle or clear the terminal, newlines that forge progress lines)
+/// shown escaped instead of obeyed. Every line benchpass prints that holds a server's or a
+/// file's words goes through here.
+pub fn printable(text: &str) -> String {
+    let text = crate::secrets::redact(text);
+    if !text.chars().any(char::is_control) {
+        return text.into_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `c0 prompt-matrix 2048 rep 1: ttft 123.4 ms, 45.6 tok/s, 256 tokens (length)`.
@@ -224,5 +245,20 @@ impl HashProgress for HashBar {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn terminal_escapes_and_newlines_are_shown_not_obeyed() {
+        // Colour, window title (OSC), clear screen, and a forged progress line.
+        let hostile = "m\u{1b}[31mred\u{1b}]0;owned\u{7}\u{1b}[2J\nrun 9/9 ok\r";
+        let shown = printable(hostile);
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert_eq!(shown, r"m\u{1b}[31mred\u{1b}]0;owned\u{7}\u{1b}[2J\nrun 9/9 ok\r");
+        assert_eq!(printable("plain 12.5 tok/s"), "plain 12.5 tok/s");
     }
 }

@@ -91,10 +91,13 @@ pub async fn probe_server(
 ) -> anyhow::Result<ServerFacts> {
     let models = probe::served_models(http, base, api_key).await?;
     if !models.is_empty() && !models.iter().any(|m| m == model) {
-        eprintln!(
-            "warning: {base} lists models [{}], not `{model}`; many servers accept any name, so going on",
-            models.join(", ")
-        );
+        // A server may list thousands of models: name a few.
+        const SHOWN: usize = 8;
+        let mut listed = models.iter().take(SHOWN).map(String::as_str).collect::<Vec<_>>().join(", ");
+        if models.len() > SHOWN {
+            listed.push_str(&format!(", and {} more", models.len() - SHOWN));
+        }
+        eprintln!("{}", crate::progress::printable(&format!("warning: {base} lists models [{listed}], not `{model}`; many servers accept any name, so going on")));
     }
     let (version, version_source) = match engine_version {
         Some(v) => (v.to_owned(), "user".to_owned()),
@@ -142,7 +145,16 @@ pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
 /// Reads the API key from the variable the user named; the key itself is never stored.
 pub fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
     match var {
-        Some(var) => Ok(Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?)),
+        Some(var) => {
+            let key = std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?;
+            if !crate::secrets::register(&key) {
+                eprintln!(
+                    "note: the key in {var} is shorter than {} characters, so it is taken for a placeholder and not redacted from what servers echo",
+                    crate::secrets::MIN_SECRET_CHARS
+                );
+            }
+            Ok(Some(key))
+        }
         None => Ok(None),
     }
 }
@@ -315,6 +327,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
             sha256: engine_sha256,
             url: Some(base.clone()),
             memory_of: listener.as_ref().map(crate::memory::Listener::describe),
+            memory_measure: listener.as_ref().and(crate::platform::MEMORY_MEASURE),
         },
         model: options.request.model.clone(),
         family: options.family.clone(),

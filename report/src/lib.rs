@@ -85,6 +85,7 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         spec => view::spec(steps),
         memory => view::memory(steps),
         memory_sources => view::memory_sources(pass),
+        memory_measure => view::memory_measure(pass),
         soak => view::soak(pass),
         reconciliation => view::reconciliation(steps),
         engines => view::engines(pass),

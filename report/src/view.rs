@@ -361,6 +361,13 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
         .collect()
 }
 
+/// What the memory figures measure, as the caption names it: the cells' recorded measure
+/// (one machine, one measure), or resident size for passes from before it was recorded.
+pub fn memory_measure(pass: &Pass) -> &'static str {
+    let measure = pass.info.cells.iter().find_map(|c| c.engine.memory_measure);
+    measure.unwrap_or(harness::platform::MemoryMeasure::Rss).label()
+}
+
 #[derive(Debug, Serialize)]
 pub struct MemorySource {
     pub cell: String,

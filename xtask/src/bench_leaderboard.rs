@@ -83,7 +83,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
             .enumerate()
             .map(|(i, engine)| CellInfo {
                 id: format!("c{i}"),
-                engine: EngineInfo { name: (*engine).to_owned(), version: format!("1.{}", p % 7), version_source: "user".to_owned(), sha256: None, url: None, memory_of: None },
+                engine: EngineInfo { name: (*engine).to_owned(), version: format!("1.{}", p % 7), version_source: "user".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
                 model: "qwen3-8b".to_owned(),
                 family: None,
                 lane: "text".to_owned(),

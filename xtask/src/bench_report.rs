@@ -46,7 +46,7 @@ fn twelve_cell_pass() -> Pass {
         for engine in engines {
             cells.push(CellInfo {
                 id: format!("c{}", cells.len()),
-                engine: EngineInfo { name: engine.to_owned(), version: "1.0".to_owned(), version_source: "user".to_owned(), sha256: None, url: None, memory_of: None },
+                engine: EngineInfo { name: engine.to_owned(), version: "1.0".to_owned(), version_source: "user".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
                 model: family.to_owned(),
                 family: None,
                 lane: "text".to_owned(),

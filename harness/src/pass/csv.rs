@@ -152,6 +152,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
                 sha256: row.optional_text("engine_sha256")?,
                 url: None,
                 memory_of: None,
+                memory_measure: None,
             },
             model: row.text("model")?,
             family: None,

@@ -108,6 +108,12 @@ pub struct EngineInfo {
     /// no such process could be found (the runs record no memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_of: Option<String>,
+    /// Which memory the runs' `server_peak_rss_bytes` hold: `rss` (resident set size, Linux)
+    /// or `phys_footprint` (physical footprint, macOS, which counts MLX's GPU buffers).
+    /// Absent where no memory was sampled, and in passes from before it was recorded (Linux
+    /// resident size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_measure: Option<crate::platform::MemoryMeasure>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -295,8 +301,9 @@ pub struct RunRecord {
     /// temperature 0 have equal hashes (determinism).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_sha256: Option<String>,
-    /// Peak resident memory of the engine's process tree while the run ran, in bytes, where
-    /// benchpass started the engine and the OS tells it (Linux).
+    /// Peak memory of the engine's process tree while the run ran, in bytes, in the cell's
+    /// `memory_measure` (resident size on Linux, physical footprint on macOS), where the
+    /// engine could be sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_peak_rss_bytes: Option<u64>,
     /// Engine counters (Prometheus `…_total`) that moved during the run, where the engine has

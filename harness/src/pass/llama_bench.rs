@@ -70,7 +70,7 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
                 let id = format!("c{}", cells.len());
                 cells.push(CellInfo {
                     id: id.clone(),
-                    engine: EngineInfo { name: "llama.cpp".to_owned(), version, version_source: "llama-bench".to_owned(), sha256: None, url: None, memory_of: None },
+                    engine: EngineInfo { name: "llama.cpp".to_owned(), version, version_source: "llama-bench".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
                     model: t.model_filename.clone(),
                     family: Some(t.model_type.clone()),
                     lane,

@@ -124,7 +124,8 @@ impl PassWriter {
         if let Some(cause) = self.syncer.take_failure() {
             return Err(PassError::Sync { path, cause });
         }
-        let mut line = serde_json::to_vec(run).expect("run records always serialize");
+        // Whatever a server echoed of the API key stops here, on its way to the disk.
+        let mut line = crate::secrets::redact_bytes(serde_json::to_vec(run).expect("run records always serialize"));
         line.push(b'\n');
         let before = self.runs.metadata().map(|m| m.len());
         if let Err(cause) = self.runs.write_all(&line) {
@@ -188,7 +189,7 @@ pub fn write_imported(
 pub fn write_pass_info(dir: &Path, info: &PassInfo) -> Result<(), PassError> {
     let path = dir.join(PASS_FILE);
     let tmp = dir.join(".pass.json.tmp");
-    let mut text = serde_json::to_string_pretty(info).expect("pass info always serializes");
+    let mut text = crate::secrets::redact(&serde_json::to_string_pretty(info).expect("pass info always serializes")).into_owned();
     text.push('\n');
     let written = File::create(&tmp).and_then(|mut file| {
         file.write_all(text.as_bytes())?;

@@ -88,6 +88,7 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
                         sha256: None,
                         url: None,
                         memory_of: None,
+                        memory_measure: None,
                     },
                     model: result.model_id.clone(),
                     family: None,

@@ -223,21 +223,32 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
-/// `~/x` → `$HOME/x`; plans are shared between people, so they say `~` rather than a home path.
+/// `~/x` (or `~\\x` on Windows) → the home folder's `x`; plans are shared between people, so
+/// they say `~` rather than a home path.
 pub fn expand_home(path: &str) -> PathBuf {
-    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+    let rest = path.strip_prefix("~/").or_else(|| path.strip_prefix("~\\").filter(|_| cfg!(windows)));
+    match (rest, crate::platform::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(path),
     }
 }
 
-/// Finds `program` as a path or on PATH.
+/// Finds `program` as a path or on PATH; on Windows with each of PATHEXT's extensions too
+/// (`llama-server` is `llama-server.exe` there).
 pub fn find_executable(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        let path = expand_home(program);
-        return path.is_file().then_some(path);
+    let extensions: Vec<String> = if cfg!(windows) {
+        let pathext = std::env::var("PATHEXT").unwrap_or_else(|_| ".COM;.EXE;.BAT;.CMD".to_owned());
+        std::iter::once(String::new()).chain(pathext.split(';').filter(|e| !e.is_empty()).map(str::to_owned)).collect()
+    } else {
+        vec![String::new()]
+    };
+    let with_extension = |path: PathBuf| {
+        extensions.iter().map(|ext| PathBuf::from(format!("{}{ext}", path.display()))).find(|p| p.is_file())
+    };
+    if program.contains('/') || (cfg!(windows) && program.contains('\\')) {
+        return with_extension(expand_home(program));
     }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(program)).find(|p| p.is_file())
+    std::env::split_paths(&std::env::var_os("PATH")?).find_map(|dir| with_extension(dir.join(program)))
 }
 
 /// Reads, parses and checks a plan; every problem found is reported, not just the first.
@@ -299,7 +310,12 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             }
         }
         if let Some(dir) = &engine.kv_cache_dir {
-            if let Some(why) = unsafe_to_clear(&resolve(base, dir.get_ref())) {
+            // Checked again, against the pass folder too, right before every clear.
+            let protected = super::kv_cache::Protected::machine().with_above(base, "the plan's folder");
+            let resolved = resolve(base, dir.get_ref());
+            let holds_pass = || super::kv_cache::pass_inside(&resolved).map(|at| format!("it holds a benchpass pass ({})", at.display()));
+            let empty = dir.get_ref().trim().is_empty().then(|| "an empty path names no cache folder".to_owned());
+            if let Some(why) = empty.or_else(|| protected.refusal(&resolved)).or_else(holds_pass) {
                 error(dir.span(), format!("refusing to clear `{}`: {why}", dir.get_ref()), Some("name the engine's own cache folder".into()));
             }
         }
@@ -478,23 +494,6 @@ pub const MAX_PLANNED_RUNS: u64 = 1_000_000;
 
 /// Request fields that define the protocol: a plan's extra fields may not override them.
 pub const OWN_FIELDS: [&str; 7] = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature"];
-
-/// Why deleting what is inside `dir` would be a disaster, if it would: the root, a folder
-/// near it, the home folder or any folder holding it, or the working folder or any above it.
-fn unsafe_to_clear(dir: &Path) -> Option<&'static str> {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
-    if dir.components().count() < 3 {
-        return Some("it is the root or a folder right under it");
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    if home.is_some_and(|h| h.starts_with(&dir)) {
-        return Some("it holds your home folder");
-    }
-    if std::env::current_dir().is_ok_and(|cwd| cwd.starts_with(&dir)) {
-        return Some("it holds the working folder");
-    }
-    None
-}
 
 /// A path in a plan: `~/…`, absolute, or relative to the plan's folder.
 pub fn resolve(base: &Path, path: &str) -> PathBuf {

@@ -36,29 +36,22 @@ impl Placeholders {
     }
 }
 
-/// Deletes what is inside `dir` (not `dir` itself); returns how many entries went. A missing
-/// folder holds nothing to clear.
-pub fn clear_cache(dir: &Path) -> anyhow::Result<usize> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("reading the KV-cache folder {}", dir.display())),
-    };
-    let mut removed = 0;
-    for entry in entries {
-        let path = entry?.path();
-        let result = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
-        result.with_context(|| format!("clearing {}", path.display()))?;
-        removed += 1;
+/// Appends one line of benchpass's own to an engine's log (what it cleared, when it stopped
+/// an orphan), so that the log tells the whole story of the engine's turn.
+pub fn log_line(log: &Path, line: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    Ok(removed)
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log).with_context(|| format!("opening {}", log.display()))?;
+    writeln!(file, "benchpass: {line}").with_context(|| format!("writing {}", log.display()))
 }
 
 /// Before clearing a cache and starting: an engine left running by a killed pass (its pid file
 /// says so) is stopped; anything else that answers at `health_url` is refused, since a server
 /// benchpass did not start fresh would mix its cache and state into the figures.
-pub async fn make_way(program: &str, log: &Path, health_url: &str) -> anyhow::Result<()> {
-    stop_orphan(&log.with_extension("pid"), program).await;
+pub async fn make_way(log: &Path, health_url: &str) -> anyhow::Result<()> {
+    stop_orphan(&log.with_extension("pid"), log).await;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build()?;
     if http.get(health_url).send().await.is_ok() {
         anyhow::bail!("something already answers at {health_url}: stop it first");
@@ -66,39 +59,58 @@ pub async fn make_way(program: &str, log: &Path, health_url: &str) -> anyhow::Re
     Ok(())
 }
 
-/// A server benchpass started; stopped on [`Engine::stop`] or when dropped.
+/// A server benchpass started, in a process group of its own; stopped with everything it
+/// spawned on [`Engine::stop`] or when dropped.
 pub struct Engine {
     child: Child,
     stop_command: Option<Vec<String>>,
     pid_file: PathBuf,
+    /// Stopped and reaped: its pid (and group id) may belong to another process now.
+    stopped: bool,
+}
+
+/// What the pid file holds: the engine's pid and its start time, so that a pid the OS has
+/// since given to another process is never taken for the engine.
+fn pid_file_text(pid: u32) -> String {
+    match crate::platform::start_time(pid) {
+        Some(started) => format!("{pid} {started}\n"),
+        None => format!("{pid}\n"),
+    }
 }
 
 /// An engine that an earlier benchpass started and could not stop (it was killed) still holds
-/// its port. Its pid file says which process it is; it is stopped only if that process still
-/// runs the same program.
-async fn stop_orphan(pid_file: &Path, program: &str) {
+/// its port. Its pid file says which process it is; it is stopped, with its whole process
+/// group, only if a process with that pid and that start time still runs.
+async fn stop_orphan(pid_file: &Path, log: &Path) {
     let Ok(text) = std::fs::read_to_string(pid_file) else { return };
-    let Ok(pid) = text.trim().parse::<u32>() else { return };
-    // Only the very process benchpass started: its command line starts with the same program.
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let first = cmdline.split(|&b| b == 0).next().unwrap_or_default();
-    if first != program.as_bytes() {
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(pid)), Some(Ok(started))) = (fields.next(), fields.next()) else {
+        // No start time recorded (the OS gives none): the pid alone may be anyone's now.
+        let _ = std::fs::remove_file(pid_file);
+        return;
+    };
+    let Ok(pid) = u32::try_from(pid) else { return };
+    if crate::platform::start_time(pid) != Some(started) {
         let _ = std::fs::remove_file(pid_file);
         return;
     }
-    eprintln!("stopping engine process {pid}, left running by an interrupted pass");
-    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-    let gone = || !Path::new(&format!("/proc/{pid}")).exists();
-    for _ in 0..100 {
-        if gone() {
-            break;
-        }
+    let note = format!("stopping engine process {pid} and its process group, left running by an interrupted pass");
+    eprintln!("{note}");
+    let _ = log_line(log, &note);
+    stop_group_and_wait(pid, || !crate::platform::group_alive(pid), Duration::from_secs(10)).await;
+    let _ = std::fs::remove_file(pid_file);
+}
+
+/// Asks the group led by `leader` to stop, waits up to `grace` for `gone`, then kills the group.
+async fn stop_group_and_wait(leader: u32, mut gone: impl FnMut() -> bool, grace: Duration) {
+    use crate::platform::{stop_group, Stop};
+    stop_group(leader, Stop::Graceful);
+    let deadline = tokio::time::Instant::now() + grace;
+    while !gone() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    if !gone() {
-        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-    }
-    let _ = std::fs::remove_file(pid_file);
+    // Whatever is left of the group goes now: the leader, or workers it left behind.
+    stop_group(leader, Stop::Force);
 }
 
 /// Starts `argv` with its stdout and stderr appended to `log`, then waits until `health_url`
@@ -117,17 +129,13 @@ pub async fn start(
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let out = std::fs::OpenOptions::new().create(true).append(true).open(log).with_context(|| format!("opening {}", log.display()))?;
-    let child = Command::new(program)
-        .args(args)
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .spawn()
-        .with_context(|| format!("starting `{program}`"))?;
+    let mut command = Command::new(program);
+    command.args(args).envs(env).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    crate::platform::own_process_group(&mut command);
+    let child = command.spawn().with_context(|| format!("starting `{program}`"))?;
     let pid_file = log.with_extension("pid");
-    std::fs::write(&pid_file, child.id().to_string()).with_context(|| format!("writing {}", pid_file.display()))?;
-    let mut engine = Engine { child, stop_command, pid_file };
+    std::fs::write(&pid_file, pid_file_text(child.id())).with_context(|| format!("writing {}", pid_file.display()))?;
+    let mut engine = Engine { child, stop_command, pid_file, stopped: false };
     let deadline = tokio::time::Instant::now() + timeout;
     // Engines answer 503 while they load the model (llama.cpp does): that is waited out too.
     loop {
@@ -157,35 +165,37 @@ impl Engine {
         self.child.id()
     }
 
-    /// The stop command if the plan gives one, else SIGTERM; SIGKILL after 15 s.
+    /// The stop command if the plan gives one, else SIGTERM to the engine's process group;
+    /// SIGKILL to the group after 15 s, and to whatever of the group outlived the engine.
     pub async fn stop(&mut self) {
-        match &self.stop_command {
-            Some(argv) if !argv.is_empty() => {
-                let _ = Command::new(&argv[0]).args(&argv[1..]).stdout(Stdio::null()).stderr(Stdio::null()).status();
-            }
-            _ => {
-                let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let pid = self.child.id();
+        if let Some(argv) = self.stop_command.as_ref().filter(|argv| !argv.is_empty()) {
+            let _ = Command::new(&argv[0]).args(&argv[1..]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+            for _ in 0..150 {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        for _ in 0..150 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                let _ = std::fs::remove_file(&self.pid_file);
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let child = &mut self.child;
+        stop_group_and_wait(pid, || matches!(child.try_wait(), Ok(Some(_))), Duration::from_secs(15)).await;
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.stopped = true;
         let _ = std::fs::remove_file(&self.pid_file);
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if self.stopped {
+            return;
         }
+        // Dropped without a stop (an error, a panic): no time for grace, the group goes now.
+        crate::platform::stop_group(self.child.id(), crate::platform::Stop::Force);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.pid_file);
     }
 }
@@ -199,4 +209,29 @@ pub fn version_from_command(argv: &[String]) -> Option<String> {
     }
     let text = [out.stdout, out.stderr].concat();
     String::from_utf8_lossy(&text).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pid_file_naming_a_process_that_started_at_another_time_is_left_alone() {
+        // A process that merely has the pid a stale pid file names (the pid was recycled).
+        let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let (pid_file, log) = (tmp.path().join("e.pid"), tmp.path().join("e.log"));
+        let real_start = crate::platform::start_time(bystander.id()).unwrap();
+        std::fs::write(&pid_file, format!("{} {}\n", bystander.id(), real_start + 1)).unwrap();
+        stop_orphan(&pid_file, &log).await;
+        assert!(bystander.try_wait().unwrap().is_none(), "not stopped");
+        assert!(!pid_file.exists(), "the stale pid file is gone");
+        // A pid file without a start time says too little to stop anything.
+        std::fs::write(&pid_file, format!("{}\n", bystander.id())).unwrap();
+        stop_orphan(&pid_file, &log).await;
+        assert!(bystander.try_wait().unwrap().is_none(), "not stopped");
+        // The right start time: stopped, with its group (its own: `sleep` was started in it).
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
 }

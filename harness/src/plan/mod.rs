@@ -3,6 +3,7 @@
 
 pub mod eos;
 pub mod file;
+pub mod kv_cache;
 pub mod lifecycle;
 pub mod presets;
 pub mod run;

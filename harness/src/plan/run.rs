@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use super::file::{expand_home, find_executable, resolve, EngineSpec, Plan};
+use super::kv_cache;
 use super::lifecycle::{self, Placeholders};
 use super::presets::{self, IgnoreEos, VersionFrom};
 use crate::client::{Api, RequestConfig};
@@ -240,7 +241,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                         let m = plan.model(model);
                         CellInfo {
                             id: id.clone(),
-                            engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None, memory_of: None },
+                            engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
                             model: m.id.clone().unwrap_or_else(|| m.name.get_ref().clone()),
                             family: m.family.clone(),
                             lane: m.lane.clone(),
@@ -257,6 +258,11 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             (dir, info, writer, std::collections::HashSet::new(), std::collections::HashMap::new())
         }
     };
+    // What a KV-cache clear must never reach, besides the home and working folders.
+    let protected = kv_cache::Protected::machine()
+        .with_above(&plan_dir, "the plan's folder")
+        .with_whole(&dir, "this pass's folder")
+        .with_above(dir.parent().unwrap_or(&dir), "the folder holding this pass");
     let visits = schedule(plan, cell_list.len());
     let is_done = |cell_id: &str, slot: &Slot| done.contains(&(cell_id.to_owned(), slot.step.workload, slot.step.target_prompt_tokens, slot.rep, slot.warmup));
     let total_runs = visits
@@ -312,10 +318,12 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             let health = format!("{base}{}", spec.health_path.as_deref().unwrap_or(preset.health_path));
             let cache = spec.kv_cache_dir.as_ref().map(|d| resolve(&plan_dir, d.get_ref())).or(preset.kv_cache_dir.map(expand_home));
             let started = async {
-                lifecycle::make_way(&argv[0], &log, &health).await?;
+                lifecycle::make_way(&log, &health).await?;
                 if let Some(cache) = &cache {
-                    let removed = lifecycle::clear_cache(cache)?;
-                    progress.note(&format!("  cleared {removed} entries from {}", cache.display()));
+                    let cleared = kv_cache::clear(cache, &protected)?;
+                    let line = format!("cleared the KV cache {}: {} entries, {} bytes", cache.display(), cleared.entries, cleared.bytes);
+                    lifecycle::log_line(&log, &line)?;
+                    progress.note(&format!("  {line}"));
                 }
                 let stop = spec.stop.as_ref().map(|argv| fill.fill_argv(argv));
                 lifecycle::start(&argv, &spec.env, &log, &health, Duration::from_secs_f64(spec.health_timeout_s), stop).await
@@ -384,6 +392,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             },
             url: Some(base.clone()),
             memory_of: listener.as_ref().map(crate::memory::Listener::describe),
+            memory_measure: (engine.is_some() || listener.is_some()).then_some(crate::platform::MEMORY_MEASURE).flatten(),
         };
         if let Some(weights) = &weights {
             cell.build = runner::hash_build(weights, options.hash_cache.as_deref(), options.progress)?;

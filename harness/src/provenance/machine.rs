@@ -66,14 +66,7 @@ fn memory_bytes() -> Option<u64> {
     command("sysctl", &["-n", "hw.memsize"])?.parse().ok()
 }
 
-/// User + system CPU time this process has used, on Linux (`/proc/self/stat`, fields 14 and
-/// 15, in clock ticks of 1/100 s: USER_HZ is 100 on every mainstream Linux build).
+/// User + system CPU time this process has used (getrusage on Linux and macOS).
 pub fn process_cpu_seconds() -> Option<f64> {
-    let stat = read("/proc/self/stat")?;
-    // The command name (field 2) may hold spaces; fields after it start past the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) as f64 / 100.0)
+    crate::platform::process_cpu_seconds()
 }

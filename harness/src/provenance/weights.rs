@@ -60,12 +60,13 @@ impl HashCache {
         cache
     }
 
-    /// `$BENCHPASS_CACHE_DIR`, else `$XDG_CACHE_HOME/benchpass`, else `~/.cache/benchpass`.
+    /// `$BENCHPASS_CACHE_DIR`, else `$XDG_CACHE_HOME/benchpass`, else `~/.cache/benchpass`
+    /// (on Windows `~` is `%USERPROFILE%`).
     pub fn default_path() -> Option<PathBuf> {
         let dir = std::env::var_os("BENCHPASS_CACHE_DIR")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("benchpass")))
-            .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/benchpass")))?;
+            .or_else(|| crate::platform::home_dir().map(|d| d.join(".cache").join("benchpass")))?;
         Some(dir.join("weight-hashes.json"))
     }
 

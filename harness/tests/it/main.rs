@@ -4,10 +4,13 @@
 
 mod support;
 
+mod cache_clear;
 mod csv_io;
 mod faults;
 mod fuzz_corpus;
+mod hostile;
 mod llama_cpp;
 mod mlx_lm;
 mod plans;
+mod process_groups;
 mod vllm_bench;
