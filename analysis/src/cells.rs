@@ -341,8 +341,21 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
     let mut in_order: Vec<(u32, f64)> =
         group.iter().filter(|f| !f.short_stop).filter_map(|f| Some((f.rep, f.decode_tps?))).collect();
     in_order.sort_by_key(|(rep, _)| *rep);
-    if let Some(detail) = falling(&in_order.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
+    let thermal: Vec<_> = group.iter().filter_map(|f| f.thermal_pressure).collect();
+    let hot = thermal.iter().filter(|t| t.is_above_nominal()).count();
+    if let Some(mut detail) = falling(&in_order.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
+        // Whether the machine said it was throttling tells the two causes apart.
+        if !thermal.is_empty() {
+            detail.push_str(&match hot {
+                0 => "; the machine reported no thermal pressure".to_owned(),
+                n => format!("; thermal pressure above nominal in {n} of {} runs", thermal.len()),
+            });
+        }
         reasons.push(Reason::new(ReasonCode::Drift, detail));
+    }
+    if hot > 0 {
+        let worst = thermal.iter().max().expect("hot runs are among them");
+        reasons.push(Reason::new(ReasonCode::Thermal, format!("{hot} of {} runs, at worst {}", thermal.len(), worst.as_str())));
     }
 
     let ratios: Vec<f64> = group

@@ -19,6 +19,7 @@ pub enum ReasonCode {
     LowN,
     Reconciliation,
     Drift,
+    Thermal,
 }
 
 impl ReasonCode {
@@ -38,6 +39,7 @@ impl ReasonCode {
             ReasonCode::LowN => "low-n",
             ReasonCode::Reconciliation => "reconciliation",
             ReasonCode::Drift => "drift",
+            ReasonCode::Thermal => "thermal",
         }
     }
 
@@ -57,6 +59,7 @@ impl ReasonCode {
             ReasonCode::Unhashed => "the weights were not hashed on one side, so a change of build cannot be ruled out",
             ReasonCode::LowN => "3 runs a side: the exact test's smallest p-value is 0.10, so the change is called at α = 0.10",
             ReasonCode::Drift => "the decode rate fell run after run: thermal throttling or a warming cache, not noise",
+            ReasonCode::Thermal => "the machine reported thermal pressure above nominal during some runs: they may have run throttled",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
         }
     }

@@ -31,6 +31,23 @@ pub struct RunFacts {
     pub server_peak_rss_bytes: Option<u64>,
     /// The server's own decode rate (llama.cpp `timings.predicted_per_second`).
     pub server_decode_tps: Option<f64>,
+    /// The OS's thermal pressure around the run, where it reports one (macOS).
+    pub thermal_pressure: Option<harness::provenance::mac::ThermalPressure>,
+}
+
+/// Draft tokens proposed and accepted during a run, from the engine's Prometheus counters
+/// that moved (`server_counters`), for every engine whose preset names its counters
+/// (llama.cpp, vLLM, SGLang, Rapid-MLX, Splash): one column whatever the source.
+fn draft_counters(counters: &std::collections::BTreeMap<String, f64>) -> Option<(u64, u64)> {
+    use harness::plan::presets::{DraftCounters, PRESETS};
+    PRESETS.iter().find_map(|preset| match preset.draft_counters {
+        DraftCounters::Prometheus { drafted, accepted } => {
+            let drafted = *counters.get(drafted)?;
+            let accepted = counters.get(accepted).copied().unwrap_or(0.0);
+            (drafted.is_finite() && accepted.is_finite() && drafted >= 0.0 && accepted >= 0.0).then_some((drafted as u64, accepted as u64))
+        }
+        _ => None,
+    })
 }
 
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
@@ -39,6 +56,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
         .map(|run| {
             let output_sha256 = run.output_sha256.clone().or_else(|| harness::pass::RunRecord::hash_output(&run.events));
             let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);
+            let drafts = run.server_counters.as_ref().and_then(draft_counters);
             RunFacts {
                 pass_id: pass.info.pass_id.clone(),
                 cell: run.cell.clone(),
@@ -57,11 +75,29 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 token_count_source: run.token_count_source,
                 prompt_sha256: run.prompt_sha256.clone(),
                 output_sha256,
-                draft_n: timing("draft_n"),
-                draft_n_accepted: timing("draft_n_accepted"),
+                draft_n: timing("draft_n").or(drafts.map(|(n, _)| n)),
+                draft_n_accepted: timing("draft_n_accepted").or(drafts.map(|(_, a)| a)),
                 server_peak_rss_bytes: run.server_peak_rss_bytes,
+                thermal_pressure: run.thermal_pressure,
                 server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draft_counters;
+
+    #[test]
+    fn draft_counters_of_any_preset_land_in_one_pair() {
+        let counters = |pairs: &[(&str, f64)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+        // Rapid-MLX and Splash name theirs differently; both give (drafted, accepted).
+        let rapid = counters(&[("rapid_mlx_spec_decode_attempts_total", 40.0), ("rapid_mlx_spec_decode_accepts_total", 31.0)]);
+        assert_eq!(draft_counters(&rapid), Some((40, 31)));
+        let splash = counters(&[("splash_drafted_tokens_total", 12.0), ("splash_accepted_draft_tokens_total", 9.0), ("other_total", 3.0)]);
+        assert_eq!(draft_counters(&splash), Some((12, 9)));
+        assert_eq!(draft_counters(&counters(&[("http_requests_total", 1.0)])), None);
+        assert_eq!(draft_counters(&counters(&[("splash_drafted_tokens_total", f64::NAN)])), None);
+    }
 }

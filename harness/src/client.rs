@@ -242,6 +242,9 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
     if let Some(timings) = payload.get("timings").filter(|t| t.is_object()) {
         outcome.timings = Some(timings.clone());
     }
+    if outcome.timings.is_none() {
+        outcome.timings = final_chunk_drafts(payload);
+    }
     if let Some(err) = payload.get("error").filter(|e| !e.is_null()) {
         let message = err.get("message").and_then(Value::as_str).map_or_else(|| err.to_string(), str::to_owned);
         outcome.error = error("server-error", message);
@@ -263,6 +266,24 @@ pub mod limits {
     pub fn token_events_for(max_tokens: u64) -> u64 {
         max_tokens.saturating_mul(4).saturating_add(64)
     }
+}
+
+/// Draft counts that an engine sends in its final chunk (MTPLX's `mtplx_stats`), as a
+/// `timings` object in llama.cpp's field names (`draft_n`, `draft_n_accepted`) beside the
+/// object verbatim, so that every engine's drafts reach the same figure.
+fn final_chunk_drafts(payload: &Value) -> Option<Value> {
+    use crate::plan::presets::{DraftCounters, PRESETS};
+    PRESETS.iter().find_map(|preset| match preset.draft_counters {
+        DraftCounters::FinalChunk { object, drafted, accepted } => {
+            let stats = payload.get(object).filter(|s| s.is_object())?;
+            Some(json!({
+                object: stats,
+                "draft_n": stats.get(drafted).and_then(Value::as_u64),
+                "draft_n_accepted": stats.get(accepted).and_then(Value::as_u64),
+            }))
+        }
+        _ => None,
+    })
 }
 
 /// The pause a `Retry-After` value asks for, in its delay-seconds form (what inference servers
@@ -308,5 +329,14 @@ mod tests {
         assert_eq!(retry_after("18446744073709551615"), Some(MAX_RETRY_AFTER));
         assert_eq!(retry_after("Wed, 21 Oct 2026 07:28:00 GMT"), None, "the date form is not honoured");
         assert_eq!(retry_after("-1"), None);
+    }
+
+    #[test]
+    fn mtplx_final_chunk_stats_become_draft_counts() {
+        let chunk = json!({"choices": [], "mtplx_stats": {"accepted_drafts": 31, "drafted_tokens": 40}});
+        let timings = final_chunk_drafts(&chunk).unwrap();
+        assert_eq!((timings["draft_n"].as_u64(), timings["draft_n_accepted"].as_u64()), (Some(40), Some(31)));
+        assert_eq!(timings["mtplx_stats"]["drafted_tokens"], 40, "kept verbatim");
+        assert_eq!(final_chunk_drafts(&json!({"choices": []})), None);
     }
 }

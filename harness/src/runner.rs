@@ -260,6 +260,9 @@ pub struct Target<'a> {
     pub live: Option<&'a Arc<crate::progress::Live>>,
     /// Merged into `logit_bias` for jobs that ignore EOS, where the engine has no `ignore_eos`.
     pub ignore_eos_logit_bias: Option<&'a serde_json::Value>,
+    /// Whether `ignore_eos: true` goes into the requests of jobs that ignore EOS: not for an
+    /// engine whose preset has no way past EOS (`IgnoreEos::Unsupported`).
+    pub send_ignore_eos: bool,
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -354,6 +357,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         metrics_url: None,
         live: Some(progress.live()),
         ignore_eos_logit_bias: None,
+        send_ignore_eos: true,
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -502,7 +506,9 @@ async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, cou
 async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let mut body = target.request.body(&job.prompt, job.max_tokens);
     if job.ignore_eos {
-        body["ignore_eos"] = serde_json::Value::Bool(true);
+        if target.send_ignore_eos {
+            body["ignore_eos"] = serde_json::Value::Bool(true);
+        }
         if let Some(serde_json::Value::Object(bias)) = target.ignore_eos_logit_bias {
             // On top of any logit_bias the plan sets.
             if !body.get("logit_bias").is_some_and(serde_json::Value::is_object) {
@@ -525,8 +531,10 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     if let Some(live) = target.live {
         live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep)));
     }
+    let thermal_before = crate::provenance::thermal_pressure_now().await;
     let started = tokio::time::Instant::now();
     let outcome = stream_on_a_task_of_its_own(target, body).await;
+    let thermal_after = crate::provenance::thermal_pressure_now().await;
     let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
     let server_counters = match (metrics_url, &counters_before) {
         (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),
@@ -559,6 +567,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         output_sha256: RunRecord::hash_output(&outcome.events),
         server_peak_rss_bytes,
         server_counters,
+        thermal_pressure: thermal_before.max(thermal_after),
         usage: outcome.usage,
         timings: outcome.timings,
         events: outcome.events,

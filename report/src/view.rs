@@ -239,6 +239,53 @@ pub struct PassHeader {
     pub protocol: String,
 }
 
+/// What a Mac benchmarker checks before trusting a figure, in the order they would say it:
+/// `Mac15,9`, `10P+4E cores`, `30-core GPU`, `macOS 15.1 (24B83)`, `AC power`, `High Power
+/// Mode`, `GPU wired limit 30720 MB`, `swap 1.0 GiB used`, `thermal pressure nominal at start`.
+fn mac_detail(mac: Option<&harness::provenance::mac::MacFacts>) -> Vec<String> {
+    use harness::provenance::mac::{PowerMode, PowerSource};
+    let Some(mac) = mac else { return Vec::new() };
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    // The chip is `cpu` already (machdep.cpu.brand_string on a Mac).
+    [
+        mac.model_identifier.clone(),
+        match (mac.performance_cores, mac.efficiency_cores) {
+            (Some(p), Some(e)) => Some(format!("{p}P+{e}E cores")),
+            _ => None,
+        },
+        mac.gpu_cores.map(|g| format!("{g}-core GPU")),
+        mac.os.as_ref().map(|o| format!("{} {} ({})", o.product_name, o.product_version, o.build_version)),
+        mac.rosetta.filter(|r| *r).map(|_| "under Rosetta".to_owned()),
+        mac.power_source.map(|p| match p {
+            PowerSource::Ac => "AC power".to_owned(),
+            PowerSource::Battery => "on battery".to_owned(),
+        }),
+        mac.power_mode.map(|m| match m {
+            PowerMode::Automatic => "Automatic power mode".to_owned(),
+            PowerMode::Low => "Low Power Mode".to_owned(),
+            PowerMode::High => "High Power Mode".to_owned(),
+        }),
+        mac.gpu_wired_limit_mb.map(|mb| if mb == 0 { "GPU wired limit default".to_owned() } else { format!("GPU wired limit {mb} MB") }),
+        mac.swap.as_ref().map(|s| format!("swap {} used", gib(s.used_bytes))),
+        mac.thermal_pressure.map(|t| format!("thermal pressure {} at start", t.as_str())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The Linux equivalents: CPU governor and mains power.
+fn power_detail(power: Option<&harness::provenance::linux_power::LinuxPowerFacts>) -> Vec<String> {
+    let Some(power) = power else { return Vec::new() };
+    [
+        power.cpu_governor.as_ref().map(|g| format!("CPU governor {g}")),
+        power.on_mains_power.map(|on| if on { "mains power".to_owned() } else { "on battery".to_owned() }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 pub fn header(pass: &Pass) -> PassHeader {
     let m = &pass.info.machine;
     let detail: Vec<String> = [
@@ -250,6 +297,8 @@ pub fn header(pass: &Pass) -> PassHeader {
     ]
     .into_iter()
     .flatten()
+    .chain(mac_detail(m.mac.as_ref()))
+    .chain(power_detail(m.power.as_ref()))
     .collect();
     let protocol = match &pass.info.request {
         Some(r) => {

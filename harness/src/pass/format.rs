@@ -63,6 +63,13 @@ pub struct MachineInfo {
     pub cores: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// What a Mac benchmarker checks before trusting a figure: chip, GPU cores, power source
+    /// and mode, wired limit, swap, thermal pressure at the pass's start (macOS only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<crate::provenance::mac::MacFacts>,
+    /// The Linux equivalents where they exist: CPU governor, thermal zones, mains power.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<crate::provenance::linux_power::LinuxPowerFacts>,
 }
 
 /// One engine + build + model + lane: the unit a table shows.
@@ -310,6 +317,11 @@ pub struct RunRecord {
     /// a metrics endpoint and one stream ran at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_counters: Option<std::collections::BTreeMap<String, f64>>,
+    /// The machine's thermal pressure, the higher of the readings just before and just after
+    /// the run (macOS: `notifyutil -g com.apple.system.thermalpressurelevel`); absent where
+    /// the OS does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal_pressure: Option<crate::provenance::mac::ThermalPressure>,
     /// The server's `usage` object, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
@@ -383,6 +395,7 @@ impl RunRecord {
             output_sha256: None,
             server_peak_rss_bytes: None,
             server_counters: None,
+            thermal_pressure: None,
             usage: None,
             timings: None,
             events: vec![],

@@ -124,8 +124,11 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
         let spec = plan.engine(engine);
         out.push_str(&format!("{id}: {engine} × {model}\n"));
         if spec.start.is_some() {
-            let cache = spec.kv_cache_dir.as_ref().map(|d| d.get_ref().clone()).or_else(|| preset_of(spec).kv_cache_dir.map(str::to_owned));
-            if let Some(cache) = cache {
+            let caches: Vec<String> = match &spec.kv_cache_dir {
+                Some(dir) => vec![dir.get_ref().clone()],
+                None => preset_of(spec).kv_cache_dirs.iter().map(|d| (*d).to_owned()).collect(),
+            };
+            for cache in caches {
                 out.push_str(&format!("  clear KV cache {cache}\n"));
             }
             out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", spec.health_timeout_s));
@@ -316,10 +319,15 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         if let Some(start) = &spec.start {
             let argv = fill.fill_argv(start.get_ref());
             let health = format!("{base}{}", spec.health_path.as_deref().unwrap_or(preset.health_path));
-            let cache = spec.kv_cache_dir.as_ref().map(|d| resolve(&plan_dir, d.get_ref())).or(preset.kv_cache_dir.map(expand_home));
+            // The plan's folder, else every folder the preset knows (an engine that moved its
+            // cache may still load the old one).
+            let caches: Vec<PathBuf> = match &spec.kv_cache_dir {
+                Some(dir) => vec![resolve(&plan_dir, dir.get_ref())],
+                None => preset.kv_cache_dirs.iter().map(|d| expand_home(d)).collect(),
+            };
             let started = async {
                 lifecycle::make_way(&log, &health).await?;
-                if let Some(cache) = &cache {
+                for cache in &caches {
                     let cleared = kv_cache::clear(cache, &protected)?;
                     let line = format!("cleared the KV cache {}: {} entries, {} bytes", cache.display(), cleared.entries, cleared.bytes);
                     lifecycle::log_line(&log, &line)?;
@@ -357,10 +365,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             .and_then(|p| find_executable(&p));
         let (mut version, mut version_source) = (facts.version.clone(), facts.version_source.clone());
         // The plan's command, else the preset's way, else what the generic probe found.
-        let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv)).or_else(|| match (preset.version, &executable) {
-            (VersionFrom::Command { arg }, Some(exe)) => Some(vec![exe.display().to_string(), arg.to_owned()]),
-            _ => None,
-        });
+        let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv)).or_else(|| preset.version.argv(executable.as_deref()));
         if let Some(argv) = command {
             if let Some(v) = lifecycle::version_from_command(&argv) {
                 version = v;
@@ -437,6 +442,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
             live: Some(progress.live()),
             ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
+            // An engine with no way past EOS is sent nothing it would reject (or drop).
+            send_ignore_eos: preset.ignore_eos != IgnoreEos::Unsupported,
         };
         let mut last_workload = None;
         for part in &visit.parts {

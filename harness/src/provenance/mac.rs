@@ -130,6 +130,17 @@ impl ThermalPressure {
         }
     }
 
+    /// How it is named in passes and reports: `nominal`, `moderate`, `heavy`, `trapping`, `sleeping`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Nominal => "nominal",
+            Self::Moderate => "moderate",
+            Self::Heavy => "heavy",
+            Self::Trapping => "trapping",
+            Self::Sleeping => "sleeping",
+        }
+    }
+
     /// The machine is warm enough that macOS reports pressure (moderate or worse): a run measured
     /// then may have been slowed by it.
     pub fn is_above_nominal(self) -> bool {
@@ -352,6 +363,13 @@ pub fn parse_thermal_pressure(text: &str) -> Option<ThermalPressure> {
         return None;
     }
     ThermalPressure::from_level(level.parse().ok()?)
+}
+
+/// The thermal pressure level now (one `notifyutil` call, a few milliseconds).
+#[cfg(target_os = "macos")]
+pub fn thermal_pressure_now() -> Option<ThermalPressure> {
+    let out = std::process::Command::new("/usr/bin/notifyutil").args(["-g", "com.apple.system.thermalpressurelevel"]).output().ok()?;
+    out.status.success().then(|| parse_thermal_pressure(&String::from_utf8_lossy(&out.stdout))).flatten()
 }
 
 /// Runs the commands and parses what they print; a command that fails leaves its fact absent.

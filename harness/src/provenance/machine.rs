@@ -12,7 +12,24 @@ pub fn machine_info() -> MachineInfo {
         cpu: cpu_model(),
         cores: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
         memory_bytes: memory_bytes(),
+        #[cfg(target_os = "macos")]
+        mac: Some(super::mac::mac_facts()),
+        #[cfg(not(target_os = "macos"))]
+        mac: None,
+        #[cfg(target_os = "linux")]
+        power: Some(super::linux_power::linux_power_facts()).filter(|p| *p != Default::default()),
+        #[cfg(not(target_os = "linux"))]
+        power: None,
     }
+}
+
+/// The machine's thermal pressure now, where the OS tells it (macOS), read on a blocking
+/// thread: it runs a command, and the caller may be timing streams.
+pub async fn thermal_pressure_now() -> Option<super::mac::ThermalPressure> {
+    #[cfg(target_os = "macos")]
+    return tokio::task::spawn_blocking(super::mac::thermal_pressure_now).await.ok().flatten();
+    #[cfg(not(target_os = "macos"))]
+    return None;
 }
 
 fn read(path: &str) -> Option<String> {

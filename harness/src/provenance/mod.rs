@@ -5,7 +5,7 @@ pub mod mac;
 mod machine;
 mod weights;
 
-pub use machine::{machine_info, process_cpu_seconds};
+pub use machine::{machine_info, process_cpu_seconds, thermal_pressure_now};
 pub use weights::{fold, hash_file, hash_weights, hex, HashCache, HashProgress};
 
 use crate::pass::BenchpassInfo;
