@@ -41,14 +41,14 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
                 (String::new(), String::new())
             };
             rows.push([
-                step.pass_id.clone(),
-                step.machine.clone(),
-                step.engine.clone(),
-                step.engine_version.clone(),
-                step.engine_sha256.clone().unwrap_or_default(),
-                step.model.clone(),
-                step.build_sha256.clone().unwrap_or_default(),
-                step.lane.clone(),
+                text(&step.pass_id),
+                text(&step.machine),
+                text(&step.engine),
+                text(&step.engine_version),
+                text(step.engine_sha256.as_deref().unwrap_or_default()),
+                text(&step.model),
+                text(step.build_sha256.as_deref().unwrap_or_default()),
+                text(&step.lane),
                 step.workload.as_str().to_owned(),
                 step.target_prompt_tokens.to_string(),
                 kind.as_str().to_owned(),
@@ -64,6 +64,13 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
         }
     }
     rows
+}
+
+/// A text cell from an engine, a user or a file (names, versions, ids, hashes, lanes): one
+/// that a spreadsheet would take for a formula (it starts with `=`, `+`, `-`, `@`, a tab or a
+/// carriage return) gets a `'` in front (docs/leaderboard.md). Numbers never go through it.
+fn text(value: &str) -> String {
+    harness::pass::csv::spreadsheet_cell(value).into_owned()
 }
 
 /// Three decimals: enough for milliseconds and rates, and the same bytes on every machine.

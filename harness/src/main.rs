@@ -264,6 +264,12 @@ struct ExportArgs {
     /// The CSV file to write; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Write a file to open in a spreadsheet: a text value that starts with `=`, `+`, `-`, `@`,
+    /// a tab or a carriage return gets a `'` in front, so it is not run as a formula. Such a
+    /// file does not import back to the same pass; without this flag the file is for tools
+    /// (export → import → export gives the same bytes), not for opening in a spreadsheet.
+    #[arg(long)]
+    for_spreadsheet: bool,
 }
 
 /// Read runs from another tool into pass folders: a runs CSV (one folder per pass_id,
@@ -345,11 +351,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     torn.bytes
                 );
             }
+            let export = |out: &mut dyn std::io::Write| {
+                if args.for_spreadsheet {
+                    harness::pass::csv::export_runs_for_spreadsheet(&pass, out)
+                } else {
+                    harness::pass::csv::export_runs(&pass, out)
+                }
+            };
             if args.out.as_os_str() == "-" {
-                harness::pass::csv::export_runs(&pass, std::io::stdout().lock())?;
+                export(&mut std::io::stdout().lock())?;
             } else {
                 let file = std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-                harness::pass::csv::export_runs(&pass, std::io::BufWriter::new(file))?;
+                export(&mut std::io::BufWriter::new(file))?;
                 eprintln!("wrote {} runs to {}", pass.runs.len(), args.out.display());
             }
             Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 //! with its fixed columns.
 
 use analysis::diff::Diff;
+use harness::pass::csv::spreadsheet_cell;
 use minijinja::context;
 use serde::Serialize;
 
@@ -33,9 +34,11 @@ pub fn to_csv(diff: &Diff) -> String {
     for r in &diff.rows {
         writer
             .write_record([
-                r.engine.clone(),
-                r.model.clone(),
-                r.lane.clone(),
+                // Text from engines, users and files: a spreadsheet must not run it as a
+                // formula (docs/leaderboard.md). The numbers below are written as they are.
+                spreadsheet_cell(&r.engine).into_owned(),
+                spreadsheet_cell(&r.model).into_owned(),
+                spreadsheet_cell(&r.lane).into_owned(),
                 r.workload.as_str().to_owned(),
                 r.target_prompt_tokens.to_string(),
                 r.metric.as_str().to_owned(),

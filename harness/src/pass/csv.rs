@@ -34,7 +34,38 @@ pub const COLUMNS: [&str; 20] = [
 ];
 
 /// Writes every run of `pass`, warmups and failures included, in the order they were recorded.
+/// Every value is written as it is: this file is for tools, and export → import → export gives
+/// the same bytes. For a file a person opens in a spreadsheet, use
+/// [`export_runs_for_spreadsheet`].
 pub fn export_runs(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
+    export(pass, out, false)
+}
+
+/// As [`export_runs`], with every text cell that came from an engine, a user or a file passed
+/// through [`spreadsheet_cell`] (`benchpass export --for-spreadsheet`): a spreadsheet does not
+/// run an engine's version string as a formula. Numbers are written as they are. What this
+/// writes does not round-trip: importing it keeps the leading `'`.
+pub fn export_runs_for_spreadsheet(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
+    export(pass, out, true)
+}
+
+/// The characters that make a spreadsheet read a cell as a formula (or, for tab and carriage
+/// return, shift it into one), as OWASP's CSV-injection guidance lists them.
+pub const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// A text cell a spreadsheet will show and not evaluate: a value starting with one of
+/// [`FORMULA_STARTS`] gets a single quote in front (OWASP's advice); any other value is
+/// returned as it is. For text only: a number such as `-2.5` must not go through it.
+pub fn spreadsheet_cell(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.starts_with(FORMULA_STARTS) {
+        std::borrow::Cow::Owned(format!("'{value}"))
+    } else {
+        std::borrow::Cow::Borrowed(value)
+    }
+}
+
+fn export(pass: &Pass, out: impl Write, for_spreadsheet: bool) -> anyhow::Result<()> {
+    let text = |value: String| if for_spreadsheet { spreadsheet_cell(&value).into_owned() } else { value };
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(COLUMNS)?;
     for run in &pass.runs {
@@ -44,14 +75,14 @@ pub fn export_runs(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
         let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
         let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
         writer.write_record([
-            pass.info.pass_id.clone(),
-            pass.info.machine.name.clone(),
-            cell.engine.name.clone(),
-            cell.engine.version.clone(),
-            cell.engine.sha256.clone().unwrap_or_default(),
-            cell.model.clone(),
-            cell.build.sha256.clone().unwrap_or_default(),
-            cell.lane.clone(),
+            text(pass.info.pass_id.clone()),
+            text(pass.info.machine.name.clone()),
+            text(cell.engine.name.clone()),
+            text(cell.engine.version.clone()),
+            text(cell.engine.sha256.clone().unwrap_or_default()),
+            text(cell.model.clone()),
+            text(cell.build.sha256.clone().unwrap_or_default()),
+            text(cell.lane.clone()),
             run.workload.as_str().to_owned(),
             run.target_prompt_tokens.to_string(),
             opt(run.prompt_tokens),
@@ -59,10 +90,10 @@ pub fn export_runs(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
             opt(run.completion_tokens),
             ms(run.ttft_ms),
             ms(run.decode_ms),
-            run.finish_reason.clone().unwrap_or_default(),
+            text(run.finish_reason.clone().unwrap_or_default()),
             run.warmup.to_string(),
             run.rep.to_string(),
-            run.error.as_ref().map(|e| e.class.clone()).unwrap_or_default(),
+            text(run.error.as_ref().map(|e| e.class.clone()).unwrap_or_default()),
             run.token_count_source.map(|s| s.as_str().to_owned()).unwrap_or_default(),
         ])?;
     }
@@ -149,7 +180,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
                 name: row.text("engine")?,
                 version: row.text("engine_version")?,
                 version_source: "imported".to_owned(),
-                sha256: row.optional_text("engine_sha256")?,
+                sha256: row.sha256("engine_sha256")?,
                 url: None,
                 memory_of: None,
                 memory_measure: None,
@@ -157,7 +188,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
             model: row.text("model")?,
             family: None,
             lane: row.text("lane")?,
-            build: BuildInfo { sha256: row.optional_text("build_sha256")?, files: vec![] },
+            build: BuildInfo { sha256: row.sha256("build_sha256")?, files: vec![] },
             restarted_on_resume: false,
             request_extra: None,
             ignore_eos_logit_bias: None,
@@ -197,6 +228,11 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
     Ok(written)
 }
 
+/// Exactly 64 characters of `0-9a-f`: a SHA-256 written as benchpass writes one.
+pub fn is_sha256(value: &str) -> bool {
+    value.len() == 64 && value.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 fn same_cell(a: &CellInfo, b: &CellInfo) -> bool {
     (&a.engine.name, &a.engine.version, &a.engine.sha256, &a.model, &a.build.sha256, &a.lane)
         == (&b.engine.name, &b.engine.version, &b.engine.sha256, &b.model, &b.build.sha256, &b.lane)
@@ -230,6 +266,15 @@ impl Row<'_> {
 
     fn optional_text(&self, column: &'static str) -> Result<Option<String>, ImportError> {
         Ok(self.raw(column).filter(|s| !s.is_empty()).map(str::to_owned))
+    }
+
+    /// A SHA-256 as benchpass writes it: exactly 64 lowercase hex characters, or empty. Anything
+    /// else is refused, not carried into a report (where a hash is shown as it is).
+    fn sha256(&self, column: &'static str) -> Result<Option<String>, ImportError> {
+        match self.optional_text(column)? {
+            Some(hash) if !is_sha256(&hash) => Err(self.bad(column, "64 hex characters (a SHA-256)")),
+            hash => Ok(hash),
+        }
     }
 
     fn parsed<T: std::str::FromStr>(&self, column: &'static str, expected: &'static str) -> Result<Option<T>, ImportError> {

@@ -187,11 +187,27 @@ pub fn write_imported(
 
 /// Writes `pass.json` through a temporary file and a rename, so a reader never sees half of it.
 pub fn write_pass_info(dir: &Path, info: &PassInfo) -> Result<(), PassError> {
+    // create_new is O_EXCL: it neither follows a link put there since nor opens another file.
+    write_pass_info_through(dir, info, |tmp| fs::OpenOptions::new().write(true).create_new(true).open(tmp))
+}
+
+/// [`write_pass_info`] with the temporary opened by `open_tmp` (a test puts a full disk behind
+/// the file it creates).
+fn write_pass_info_through(
+    dir: &Path,
+    info: &PassInfo,
+    open_tmp: impl FnOnce(&Path) -> std::io::Result<File>,
+) -> Result<(), PassError> {
     let path = dir.join(PASS_FILE);
     let tmp = dir.join(".pass.json.tmp");
     let mut text = crate::secrets::redact(&serde_json::to_string_pretty(info).expect("pass info always serializes")).into_owned();
     text.push('\n');
-    let written = File::create(&tmp).and_then(|mut file| {
+    // A temporary left by a killed writer, or planted as a link: removed as what it is (a link
+    // itself, never its target). Anything else there (a folder) makes the create below fail.
+    if fs::symlink_metadata(&tmp).is_ok_and(|m| m.file_type().is_file() || m.file_type().is_symlink()) {
+        let _ = fs::remove_file(&tmp);
+    }
+    let written = open_tmp(&tmp).and_then(|mut file| {
         file.write_all(text.as_bytes())?;
         file.sync_all()
     });
@@ -313,10 +329,15 @@ mod tests {
         fs::write(dir.path().join(RUNS_FILE), "").unwrap();
         let mut info = read_pass(dir.path()).unwrap().info;
         info.status = super::super::format::PassStatus::Complete;
-        // Writes to /dev/full fail as on a full disk: ENOSPC from the kernel.
+        // Writes to /dev/full fail as on a full disk: ENOSPC from the kernel. The temporary
+        // is created as usual (a link planted there would not be followed), then written
+        // through a handle on /dev/full.
         let tmp = dir.path().join(".pass.json.tmp");
-        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
-        let error = write_pass_info(dir.path(), &info).unwrap_err().to_string();
+        let full_disk = |tmp: &Path| {
+            fs::OpenOptions::new().write(true).create_new(true).open(tmp)?;
+            fs::OpenOptions::new().write(true).open("/dev/full")
+        };
+        let error = write_pass_info_through(dir.path(), &info, full_disk).unwrap_err().to_string();
         assert!(error.contains("pass.json: could not rewrite it: No space left on device"), "{error}");
         assert!(error.ends_with("the previous one is intact (the disk is full: free space, then resume the pass or measure again)"), "{error}");
         assert_eq!(fs::read_to_string(dir.path().join(PASS_FILE)).unwrap(), PASS_JSON);

@@ -275,6 +275,16 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         if engine_names[..i].contains(&name.as_str()) {
             error(engine.name.span(), format!("engine `{name}` is defined twice"), Some("give each [[engines]] entry its own name".into()));
         }
+        // The name becomes part of file names in the pass folder (logs/<cell>-<engine>.log, the
+        // pid file): a `/`, `\`, `..` or NUL would put them elsewhere, a leading `.` hide them.
+        let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+        if name.is_empty() || name.starts_with('.') || !name.chars().all(name_ok) {
+            error(
+                engine.name.span(),
+                format!("engine name `{}` may hold only letters, digits, `-`, `_` and `.` (not first)", name.escape_debug()),
+                Some("the name is used in file names in the pass folder; e.g. `llama.cpp`, `mlx-lm`, `vllm_0.8`".into()),
+            );
+        }
         if let Some(preset) = &engine.preset {
             if presets::preset(preset.get_ref()).is_none() {
                 error(preset.span(), format!("no engine preset `{}`", preset.get_ref()), Some(format!("presets: {}", presets::names().join(", "))));

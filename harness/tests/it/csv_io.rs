@@ -36,13 +36,15 @@ fn import_splits_passes_and_cells_and_defaults_the_count_source_to_usage() {
     let csv = tmp.path().join("older.csv");
     // An older file without the token_count_source column, two passes, two engines in one.
     let header = HEADER.trim_end_matches(",token_count_source");
+    // Build hashes are 64 hex characters (import refuses anything else).
+    let (b1, b2) = ("1".repeat(64), "2".repeat(64));
     std::fs::write(
         &csv,
         format!(
             "{header}\n\
-             a,mac,mlx-lm,0.20,,qwen,b1,text,sustained,0,30,256,256,120.5,4000.25,length,false,0,\n\
-             a,mac,llama.cpp,b4000,,qwen,b2,text,sustained,0,31,256,200,130,3000,stop,false,0,\n\
-             b,mac,mlx-lm,0.21,,qwen,b1,text,sustained,0,30,256,256,118,3900,length,false,0,\n"
+             a,mac,mlx-lm,0.20,,qwen,{b1},text,sustained,0,30,256,256,120.5,4000.25,length,false,0,\n\
+             a,mac,llama.cpp,b4000,,qwen,{b2},text,sustained,0,31,256,200,130,3000,stop,false,0,\n\
+             b,mac,mlx-lm,0.21,,qwen,{b1},text,sustained,0,30,256,256,118,3900,length,false,0,\n"
         ),
     )
     .unwrap();

@@ -9,6 +9,7 @@ mod csv_io;
 mod faults;
 mod fuzz_corpus;
 mod hostile;
+mod hostile_files;
 mod llama_cpp;
 mod mlx_lm;
 mod plans;

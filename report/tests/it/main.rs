@@ -3,6 +3,7 @@
 //! HTML opened in a real headless Chromium.
 
 mod browser;
+mod hostile_csv;
 
 use std::path::{Path, PathBuf};
 
