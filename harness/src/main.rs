@@ -41,6 +41,17 @@ enum PlanCommand {
     /// Validate a plan without running it: unknown keys, missing files, unknown engines or
     /// models, each error with file:line and a hint.
     Check { plan: PathBuf },
+    /// Print each engine preset's resolved values and where each was read (docs/plans.md):
+    ///   benchpass plan presets             every preset
+    ///   benchpass plan presets rapid-mlx   one
+    ///   benchpass plan presets --json      as JSON, for tools
+    Presets {
+        /// One preset by name (llama-cpp, vllm, sglang, mlx-lm, omlx, rapid-mlx, splash, mtplx,
+        /// kapitsa, ollama, lm-studio, benchpass-sim, openai-compatible).
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Benchmark a server and write a raw pass: a running server (--url), or a whole plan.
@@ -322,6 +333,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// One preset as `key: value` lines, each value's source indented under it.
+fn presets_text(preset: &serde_json::Value) -> String {
+    let mut out = format!("{}\n", preset["name"].as_str().unwrap_or_default());
+    let assumed: Vec<&str> = preset["assumed"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
+    for key in ["health_path", "loads_lazily", "version", "kv_cache_dirs", "metrics_path", "request_extra", "ignore_eos", "draft_counters"] {
+        let value = &preset[key];
+        let shown = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+        let mark = if assumed.contains(&key) { "  (assumed: not verified in the engine's source)" } else { "" };
+        out.push_str(&format!("  {key}: {shown}{mark}\n"));
+        if let Some(source) = preset["sources"][key].as_str() {
+            out.push_str(&format!("      source: {source}\n"));
+        }
+    }
+    out
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => match args.plan.clone() {
@@ -338,6 +365,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 plan.file.cells.len(),
                 plan.steps.len()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plan(PlanCommand::Presets { name, json }) => {
+            use harness::plan::presets;
+            let chosen: Vec<&presets::Preset> = match &name {
+                Some(name) => vec![presets::preset(name)
+                    .ok_or_else(|| anyhow::anyhow!("no preset `{name}`; the presets are {}", presets::names().join(", ")))?],
+                None => presets::PRESETS.iter().collect(),
+            };
+            let described: Vec<serde_json::Value> = chosen.iter().map(|p| presets::describe(p)).collect();
+            if json {
+                let value = if name.is_some() { described[0].clone() } else { serde_json::Value::Array(described) };
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                for (i, preset) in described.iter().enumerate() {
+                    if i > 0 {
+                        println!();
+                    }
+                    print!("{}", presets_text(preset));
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim(args) => sim_command(args),

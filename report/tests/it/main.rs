@@ -4,6 +4,7 @@
 
 mod browser;
 mod hostile_csv;
+mod thermal;
 
 use std::path::{Path, PathBuf};
 
