@@ -110,7 +110,9 @@ pub async fn stream_request(
     live: Option<&crate::progress::Live>,
 ) -> StreamOutcome {
     let mut outcome = StreamOutcome::default();
-    let mut request = http.post(url).json(body);
+    // No compression: a compressed stream's bytes are not its events, and reqwest here
+    // decodes none (a server that compresses anyway is named, below).
+    let mut request = http.post(url).json(body).header(reqwest::header::ACCEPT_ENCODING, "identity");
     if let Some(key) = api_key {
         request = request.bearer_auth(key);
     }
@@ -133,9 +135,14 @@ pub async fn stream_request(
     outcome.http_status = Some(status.as_u16());
     if !status.is_success() {
         outcome.retry_after = response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry_after);
+        let location = response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
         let body = text.ok().and_then(Result::ok).unwrap_or_default();
-        outcome.error = error(&format!("http-{}", status.as_u16()), truncate(&body, 2000));
+        let message = match location.filter(|_| status.is_redirection()) {
+            Some(to) => format!("redirected to {} (not followed: the figures would be another server's)", truncate(&to, 500)),
+            None => truncate(&body, 2000),
+        };
+        outcome.error = error(&format!("http-{}", status.as_u16()), message);
         return outcome;
     }
 
@@ -145,6 +152,11 @@ pub async fn stream_request(
         let body = text.ok().and_then(Result::ok).unwrap_or_default();
         let message = format!("asked for a stream, got `{content_type}`: {}", truncate(&body, 200));
         outcome.error = error("not-a-stream", message);
+        return outcome;
+    }
+    let encoding = response.headers().get(reqwest::header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).unwrap_or("identity").to_owned();
+    if !encoding.eq_ignore_ascii_case("identity") {
+        outcome.error = error("not-a-stream", format!("the stream is compressed (`Content-Encoding: {}`) although benchpass asked for none", truncate(&encoding, 100)));
         return outcome;
     }
     let mut parser = SseParser::new();

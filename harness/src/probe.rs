@@ -44,6 +44,18 @@ pub async fn served_models(http: &reqwest::Client, base: &str, api_key: Option<&
         .unwrap_or_default())
 }
 
+/// The longest server-provided string a pass keeps (a version, a process name): a server
+/// that sends megabytes there would otherwise repeat them into every CSV row.
+pub const MAX_SERVER_STRING_CHARS: usize = 200;
+
+/// `text` cut to [`MAX_SERVER_STRING_CHARS`], with `…` where it was cut.
+pub fn server_string(text: &str) -> String {
+    match text.char_indices().nth(MAX_SERVER_STRING_CHARS) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
 /// The version a server reports and where it came from; endpoints tried in order: vLLM and
 /// the reference engine `GET /version`, Ollama `GET /api/version`, llama.cpp `GET /props`.
 pub async fn reported_version(http: &reqwest::Client, base: &str) -> Option<(String, String)> {
@@ -57,7 +69,7 @@ pub async fn reported_version(http: &reqwest::Client, base: &str) -> Option<(Str
         }
         let Ok(body) = response.json::<Value>().await else { continue };
         if let Some(version) = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty()) {
-            return Some((version.to_owned(), format!("GET {path}")));
+            return Some((server_string(version), format!("GET {path}")));
         }
     }
     None

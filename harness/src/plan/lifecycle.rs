@@ -26,13 +26,32 @@ impl Placeholders {
             .collect()
     }
 
+    /// Each placeholder replaced once, in one pass over `word`: a value that itself holds a
+    /// placeholder (a model id with `{benchpass}` in it) is inserted as it is, never expanded.
     pub fn fill(&self, word: &str) -> String {
         let benchpass = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "benchpass".to_owned());
-        word.replace("{port}", &self.port.map(|p| p.to_string()).unwrap_or_default())
-            .replace("{host}", "127.0.0.1")
-            .replace("{model}", &self.model)
-            .replace("{weights}", &self.weights.as_ref().map(|w| w.display().to_string()).unwrap_or_default())
-            .replace("{benchpass}", &benchpass)
+        let port = self.port.map(|p| p.to_string()).unwrap_or_default();
+        let weights = self.weights.as_ref().map(|w| w.display().to_string()).unwrap_or_default();
+        let values: [(&str, &str); 5] =
+            [("{port}", &port), ("{host}", "127.0.0.1"), ("{model}", &self.model), ("{weights}", &weights), ("{benchpass}", &benchpass)];
+        let mut out = String::with_capacity(word.len());
+        let mut rest = word;
+        while let Some(at) = rest.find('{') {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            match values.iter().find(|(name, _)| tail.starts_with(name)) {
+                Some((name, value)) => {
+                    out.push_str(value);
+                    rest = &tail[name.len()..];
+                }
+                None => {
+                    out.push('{');
+                    rest = &tail[1..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 }
 
@@ -209,6 +228,19 @@ pub fn version_from_command(argv: &[String]) -> Option<String> {
     }
     let text = [out.stdout, out.stderr].concat();
     String::from_utf8_lossy(&text).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)
+}
+
+#[cfg(test)]
+mod fill_tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_filled_once_and_a_value_holding_one_is_not_expanded() {
+        let fill = Placeholders { port: Some(8080), model: "evil-{benchpass}-{port}".to_owned(), weights: None };
+        assert_eq!(fill.fill("--model={model} --port {port} {unknown} {"), "--model=evil-{benchpass}-{port} --port 8080 {unknown} {");
+        assert_eq!(fill.fill("{host}:{port}"), "127.0.0.1:8080");
+        assert_eq!(fill.fill("{weights}"), "");
+    }
 }
 
 #[cfg(all(test, unix))]

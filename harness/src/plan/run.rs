@@ -368,7 +368,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv)).or_else(|| preset.version.argv(executable.as_deref()));
         if let Some(argv) = command {
             if let Some(v) = lifecycle::version_from_command(&argv) {
-                version = v;
+                version = crate::probe::server_string(&v);
                 // The program by name: its hash identifies it; a local path would only leak.
                 let program = std::path::Path::new(&argv[0]).file_name().map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned());
                 version_source = std::iter::once(program).chain(argv[1..].iter().cloned()).collect::<Vec<_>>().join(" ");
@@ -378,7 +378,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             if let Ok(response) = http.get(&url).timeout(Duration::from_secs(10)).send().await {
                 if let Ok(body) = response.json::<Value>().await {
                     if let Some(v) = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty()) {
-                        version = v.to_owned();
+                        version = crate::probe::server_string(v);
                         version_source = format!("GET {path}");
                     }
                 }

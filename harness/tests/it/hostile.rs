@@ -259,3 +259,39 @@ fn keep_alive_comments_do_not_hold_off_the_idle_timeout() {
     assert_eq!(run.events.iter().filter(|e| e.carries_tokens()).count(), 2);
     assert!(started.elapsed() < Duration::from_secs(8), "the pings held the timeout off: {:?}", started.elapsed());
 }
+
+#[test]
+fn a_compressed_stream_and_a_redirect_are_named_and_a_huge_version_is_cut() {
+    let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = Hostile::start(move |req, stream| match req.path.as_str() {
+        "/v1/models" => models(stream, "m"),
+        "/version" => respond(stream, "200 OK", "application/json", &format!(r#"{{"version":"{}"}}"#, "v".repeat(10_000))),
+        "/v1/chat/completions" if n.fetch_add(1, Ordering::SeqCst) == 0 => {
+            // A gzip stream (its bytes are not events), whatever Accept-Encoding said.
+            assert_eq!(req.header("accept-encoding"), Some("identity"));
+            let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\nconnection: close\r\n\r\n");
+            let _ = stream.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0]);
+        }
+        "/v1/chat/completions" => {
+            let _ = write!(stream, "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.2:9/elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+        _ => respond(stream, "404 Not Found", "text/plain", "no"),
+    });
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = std::process::Command::new(BENCHPASS)
+        .args(["run", "--url", &server.url, "--model", "m", "--runs", "2", "--max-tokens", "8", "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    let errors: Vec<_> = pass.runs.iter().map(|r| r.error.as_ref().unwrap()).collect();
+    assert_eq!(errors[0].class, "not-a-stream");
+    assert!(errors[0].message.contains("Content-Encoding: gzip"), "{}", errors[0].message);
+    assert_eq!(errors[1].class, "http-307");
+    assert!(errors[1].message.contains("redirected to http://127.0.0.2:9/elsewhere (not followed"), "{}", errors[1].message);
+    // 10,000 characters of version: 200 kept, and the cut marked.
+    let version = &pass.info.cells[0].engine.version;
+    assert_eq!(version.chars().count(), 201);
+    assert!(version.ends_with('…'));
+}
