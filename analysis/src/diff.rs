@@ -5,16 +5,17 @@
 //! gets a verdict and an attribution:
 //!
 //! - `faster` / `slower` only when the exact rank-sum test rejects "no change" (α = 0.05, or
-//!   0.10 where 0.05 is out of reach — 3 runs a side — with a `low-n` note) **and** the delta
+//!   0.10 where 0.05 is out of reach — 3 runs a side — with a `low-n` note) **and** the change
 //!   exceeds the noise band: the larger of the two cells' bands and the drift measured on the
-//!   control cells;
+//!   control cells. The change is measured as |ln(B/A)| against ln(1 + band), a symmetric
+//!   measure, so swapping A and B mirrors every verdict; the delta % is printed as before;
 //! - `within-noise` otherwise; `incomparable` when the two figures must not be compared
 //!   (different machine or request parameters, prompts of different size, a decode rate from
 //!   short-stopped runs, no successful run); `new` / `gone` for unmatched cells.
 //!
 //! Attribution comes from provenance: `engine` (engine version or executable hash changed,
-//! weights not), `build` (weights changed, engine not), `engine+build` (both) and `none`
-//! (neither: a re-run). `none` cells are the **control cells**: their deltas measure the drift
+//! weights not), `build` (weights changed, engine not), `engine+build` (both), `none`
+//! (neither: a re-run) and `unknown` (a hash is missing on a side). `none` cells are the **control cells**: their deltas measure the drift
 //! between the passes (thermal state, background load, the protocol itself), and the largest of
 //! them widens every other cell's band for that metric.
 
@@ -58,6 +59,9 @@ pub enum Attribution {
     Build,
     EngineBuild,
     None,
+    /// A hash is missing on a side (engine or weights): a change cannot be ruled out, so the
+    /// cell is neither blamed nor used as a control.
+    Unknown,
 }
 
 impl Attribution {
@@ -67,6 +71,7 @@ impl Attribution {
             Attribution::Build => "build",
             Attribution::EngineBuild => "engine+build",
             Attribution::None => "none",
+            Attribution::Unknown => "unknown",
         }
     }
 
@@ -77,6 +82,7 @@ impl Attribution {
             Attribution::Build => "the weights changed and the engine did not: a build-only delta",
             Attribution::EngineBuild => "engine and weights both changed: not an engine-only delta",
             Attribution::None => "neither engine nor weights changed: a control cell, whose delta is drift",
+            Attribution::Unknown => "the engine or the weights were not hashed on a side, so what changed is unknown: not a control cell",
         }
     }
 }
@@ -144,11 +150,13 @@ pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Dif
             .filter(|(x, y)| attribution(x, y).0 == Attribution::None)
             .filter_map(|(x, y)| {
                 let row = judge(x, y, metric, 0.0, &pass_reasons);
-                (row.verdict != Verdict::Incomparable).then_some(row.delta_pct?.abs() / 100.0)
+                (row.verdict != Verdict::Incomparable).then_some(log_change(row.a_median?, row.b_median?)?.abs())
             })
             .collect();
         if !deltas.is_empty() {
-            drift.push(Drift { metric, n_controls: deltas.len(), max_abs_delta: deltas.iter().copied().fold(0.0, f64::max) });
+            // Kept as a relative half-width, the symmetric one: e^|ln(B/A)| − 1.
+            let widest = deltas.iter().copied().fold(0.0, f64::max);
+            drift.push(Drift { metric, n_controls: deltas.len(), max_abs_delta: widest.exp_m1() });
         }
     }
 
@@ -187,20 +195,36 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
     reasons
 }
 
+/// What changed between the two cells, from their provenance. A missing hash on either side,
+/// engine or weights, makes it `unknown`: "not changed" would be a guess, and a guessed control
+/// would feed its delta into the drift that widens every other band.
 fn attribution(a: &CellStep, b: &CellStep) -> (Attribution, Option<Reason>) {
-    let engine_changed = a.engine_version != b.engine_version
-        || matches!((&a.engine_sha256, &b.engine_sha256), (Some(x), Some(y)) if x != y);
-    let (build_changed, unhashed) = match (&a.build_sha256, &b.build_sha256) {
-        (Some(x), Some(y)) => (x != y, None),
-        _ => (false, Some(Reason::new(ReasonCode::Unhashed, ""))),
+    let engine_hashes = match (&a.engine_sha256, &b.engine_sha256) {
+        (Some(x), Some(y)) => Some(x != y),
+        _ => None,
     };
-    let attribution = match (engine_changed, build_changed) {
-        (true, true) => Attribution::EngineBuild,
-        (true, false) => Attribution::Engine,
-        (false, true) => Attribution::Build,
-        (false, false) => Attribution::None,
+    let build_hashes = match (&a.build_sha256, &b.build_sha256) {
+        (Some(x), Some(y)) => Some(x != y),
+        _ => None,
+    };
+    let missing: Vec<&str> = [("engine", engine_hashes), ("weights", build_hashes)].iter().filter(|(_, h)| h.is_none()).map(|(what, _)| *what).collect();
+    let unhashed = (!missing.is_empty()).then(|| Reason::new(ReasonCode::Unhashed, format!("no {} hash on a side", missing.join(" or "))));
+    let engine_changed = engine_hashes.map(|changed| changed || a.engine_version != b.engine_version);
+    let attribution = match (engine_changed, build_hashes) {
+        (Some(true), Some(true)) => Attribution::EngineBuild,
+        (Some(true), Some(false)) => Attribution::Engine,
+        (Some(false), Some(true)) => Attribution::Build,
+        (Some(false), Some(false)) => Attribution::None,
+        _ => Attribution::Unknown,
     };
     (attribution, unhashed)
+}
+
+/// The symmetric measure of change, ln(B / A): swapping A and B negates it exactly, so the
+/// verdicts of A → B and B → A are always mirrored (a relative delta is not: +2.02 % one way
+/// is −1.98 % the other). `None` unless both medians are positive.
+pub fn log_change(a: f64, b: f64) -> Option<f64> {
+    (a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite()).then(|| (b / a).ln())
 }
 
 fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
@@ -306,12 +330,50 @@ fn call(a: &Metric, b: &Metric, metric: MetricKind, drift: f64) -> (Verdict, Opt
     // α = 0.05 where it is attainable; where it is not (3 vs 3, whose smallest p is 0.10), 0.10.
     let (alpha, low_n) = if best_p <= 0.05 { (0.05, false) } else { (0.10, true) };
     let p = exact_two_sided_p(&a.values, &b.values);
-    let delta = (b.median - a.median) / a.median;
-    let significant = p.is_some_and(|p| p <= alpha + 1e-12) && delta.abs() > threshold;
-    let verdict = match (significant, (delta > 0.0) == metric.higher_is_faster()) {
+    // The threshold is a relative half-width; compared on the log scale, where ln(1 + t) is the
+    // same distance up and down, so the call does not depend on which pass is A.
+    let change = log_change(a.median, b.median).unwrap_or(0.0);
+    let significant = p.is_some_and(|p| p <= alpha + 1e-12) && change.abs() > threshold.ln_1p();
+    let verdict = match (significant, (change > 0.0) == metric.higher_is_faster()) {
         (false, _) => Verdict::WithinNoise,
         (true, true) => Verdict::Faster,
         (true, false) => Verdict::Slower,
     };
     (verdict, p, threshold, low_n && significant, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::band::band;
+
+    fn metric(values: &[f64]) -> Metric {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        Metric { kind: MetricKind::DecodeTps, median, values: values.to_vec(), band: band(values, median, 0.0) }
+    }
+
+    #[test]
+    fn swapping_a_and_b_mirrors_the_verdict_within_a_hair_of_the_threshold() {
+        // Medians 100 and 102.02: +2.02 % one way, −1.98 % the other, around the 2 % floor.
+        // |ln(102.02/100)| = 0.019998 > ln(1.02) = 0.019803 both ways; the samples do not
+        // overlap, so p = 0.10 at 3 vs 3 (called at α = 0.10).
+        let (a, b) = (metric(&[99.0, 100.0, 100.5]), metric(&[101.9, 102.02, 102.1]));
+        let forward = call(&a, &b, MetricKind::DecodeTps, 0.0).0;
+        let backward = call(&b, &a, MetricKind::DecodeTps, 0.0).0;
+        assert_eq!((forward, backward), (Verdict::Faster, Verdict::Slower));
+        // Just inside the threshold, both ways within noise: 100 → 101.98 is ln 0.019606.
+        let c = metric(&[101.9, 101.98, 102.05]);
+        assert_eq!(call(&a, &c, MetricKind::DecodeTps, 0.0).0, Verdict::WithinNoise);
+        assert_eq!(call(&c, &a, MetricKind::DecodeTps, 0.0).0, Verdict::WithinNoise);
+    }
+
+    #[test]
+    fn log_change_is_antisymmetric_and_refuses_non_positive_medians() {
+        let (x, y) = (log_change(37.0, 91.5).unwrap(), log_change(91.5, 37.0).unwrap());
+        assert_eq!(x, -y);
+        assert_eq!(log_change(0.0, 1.0), None);
+        assert_eq!(log_change(1.0, f64::INFINITY), None);
+    }
 }

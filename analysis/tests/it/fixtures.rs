@@ -182,3 +182,18 @@ fn swapping_a_and_b_flips_every_call() {
         assert_eq!(back.verdict, expected, "{} {:?}", r.engine, r.metric);
     }
 }
+
+#[test]
+fn a_cell_with_a_hash_missing_on_a_side_is_unknown_and_never_a_control() {
+    let (pa, a, pb, mut b) = passes();
+    // mlx-lm, the one control with a comparable decode rate, loses its weights hash in B.
+    for step in b.iter_mut().filter(|s| s.engine == "mlx-lm") {
+        step.build_sha256 = None;
+    }
+    let d = diff(&pa, &a, &pb, &b);
+    let r = row(&d.rows, "mlx-lm", Workload::Sustained, 0, MetricKind::DecodeTps);
+    assert_eq!(r.attribution, Some(Attribution::Unknown));
+    assert!(r.reasons.iter().any(|x| x.code == ReasonCode::Unhashed && x.detail == "no weights hash on a side"), "{:?}", r.reasons);
+    // With no control left, there is no drift to widen the other bands.
+    assert!(d.drift.iter().all(|x| x.metric != MetricKind::DecodeTps), "{:?}", d.drift);
+}
