@@ -1,7 +1,8 @@
 //! A → B: what changed between two passes, whether it is more than noise, and what it can be
 //! blamed on.
 //!
-//! Cells are matched on engine, model family, lane, workload and prompt target. Each metric
+//! Cells are matched on engine, model family (the model id where the family is ambiguous), lane,
+//! workload and prompt target; every step of A and of B appears once. Each metric
 //! gets a verdict and an attribution:
 //!
 //! - `faster` / `slower` only when the exact rank-sum test rejects "no change" (α = 0.05, or
@@ -10,7 +11,7 @@
 //!   control cells. The change is measured as |ln(B/A)| against ln(1 + band), a symmetric
 //!   measure, so swapping A and B mirrors every verdict; the delta % is printed as before;
 //! - `within-noise` otherwise; `incomparable` when the two figures must not be compared
-//!   (different machine or request parameters, prompts of different size, a decode rate from
+//!   (different machine or request parameters, each named with both values, prompts of different size, a decode rate from
 //!   short-stopped runs, no successful run); `new` / `gone` for unmatched cells.
 //!
 //! Attribution comes from provenance: `engine` (engine version or executable hash changed,
@@ -126,30 +127,55 @@ pub struct Diff {
 
 type Key = (String, String, String, Workload, u64);
 
-fn key(s: &CellStep) -> Key {
-    (s.engine.clone(), s.family.clone(), s.lane.clone(), s.workload, s.target_prompt_tokens)
+/// The match key: engine, model, lane, workload, target. The model is named by its family,
+/// so that one model's two builds (a GGUF and an MLX folder) match, except where the family
+/// is ambiguous: where either pass holds one engine with two models of the family (two
+/// quantizations), the model id tells them apart.
+fn keys(a: &[CellStep], b: &[CellStep]) -> impl Fn(&CellStep) -> Key {
+    let mut models: BTreeMap<(String, String, String), std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut ambiguous = std::collections::BTreeSet::new();
+    for side in [a, b] {
+        models.clear();
+        for s in side {
+            models.entry((s.engine.clone(), s.family.clone(), s.lane.clone())).or_default().insert(s.model.clone());
+        }
+        ambiguous.extend(models.iter().filter(|(_, m)| m.len() > 1).map(|(group, _)| group.clone()));
+    }
+    move |s: &CellStep| {
+        let group = (s.engine.clone(), s.family.clone(), s.lane.clone());
+        let model = if ambiguous.contains(&group) { s.model.clone() } else { s.family.clone() };
+        (s.engine.clone(), model, s.lane.clone(), s.workload, s.target_prompt_tokens)
+    }
 }
 
 /// Compares the figures of pass A (`a`, from [`crate::cells::summarize`]) with those of B.
+/// Every step of A and of B appears exactly once: matched, `gone` or `new`.
 pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Diff {
     let pass_reasons = pass_reasons(a_pass, b_pass);
-    let b_by_key: BTreeMap<Key, &CellStep> = b.iter().map(|s| (key(s), s)).collect();
-    let a_keys: Vec<Key> = a.iter().map(key).collect();
+    let key = keys(a, b);
+    // Each B step is taken by at most one A step (a key held twice pairs in order).
+    let mut b_taken = vec![false; b.len()];
+    let matches: Vec<Option<usize>> = a
+        .iter()
+        .map(|step_a| {
+            let k = key(step_a);
+            let found = (0..b.len()).find(|&j| !b_taken[j] && key(&b[j]) == k);
+            if let Some(j) = found {
+                b_taken[j] = true;
+            }
+            found
+        })
+        .collect();
 
     // First every matched pair without drift, to find the control cells and their drift.
-    let mut pairs = Vec::new();
-    for step_a in a {
-        if let Some(step_b) = b_by_key.get(&key(step_a)) {
-            pairs.push((step_a, *step_b));
-        }
-    }
+    let pairs: Vec<(&CellStep, &CellStep)> = a.iter().zip(&matches).filter_map(|(x, m)| Some((x, &b[(*m)?]))).collect();
     let mut drift = Vec::new();
     for metric in DIFF_METRICS {
         let deltas: Vec<f64> = pairs
             .iter()
             .filter(|(x, y)| attribution(x, y).0 == Attribution::None)
             .filter_map(|(x, y)| {
-                let row = judge(x, y, metric, 0.0, &pass_reasons);
+                let row = judge(x, y, metric, 0.0, &cell_reasons(&pass_reasons, a_pass, x, b_pass, y));
                 (row.verdict != Verdict::Incomparable).then_some(log_change(row.a_median?, row.b_median?)?.abs())
             })
             .collect();
@@ -161,36 +187,69 @@ pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Dif
     }
 
     let mut rows = Vec::new();
-    for step_a in a {
-        match b_by_key.get(&key(step_a)) {
+    for (step_a, matched) in a.iter().zip(&matches) {
+        match matched.map(|j| &b[j]) {
             Some(step_b) => {
                 let control = attribution(step_a, step_b).0 == Attribution::None;
+                let reasons = cell_reasons(&pass_reasons, a_pass, step_a, b_pass, step_b);
                 for metric in DIFF_METRICS {
                     // Control cells define the drift; everything else must clear it.
                     let widen = if control { 0.0 } else { drift.iter().find(|d| d.metric == metric).map_or(0.0, |d| d.max_abs_delta) };
-                    rows.push(judge(step_a, step_b, metric, widen, &pass_reasons));
+                    rows.push(DiffRow { model: key(step_a).1, ..judge(step_a, step_b, metric, widen, &reasons) });
                 }
             }
-            None => rows.extend(DIFF_METRICS.map(|m| unmatched(step_a, m, Verdict::Gone))),
+            None => rows.extend(DIFF_METRICS.map(|m| DiffRow { model: key(step_a).1, ..unmatched(step_a, m, Verdict::Gone) })),
         }
     }
-    for step_b in b.iter().filter(|s| !a_keys.contains(&key(s))) {
-        rows.extend(DIFF_METRICS.map(|m| unmatched(step_b, m, Verdict::New)));
+    for (step_b, _) in b.iter().zip(&b_taken).filter(|(_, taken)| !**taken) {
+        rows.extend(DIFF_METRICS.map(|m| DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) }));
     }
     Diff { a_pass: a_pass.info.pass_id.clone(), b_pass: b_pass.info.pass_id.clone(), rows, drift }
 }
 
-/// Differences between the passes themselves that make every figure incomparable.
+/// Differences between the passes themselves that make every figure incomparable: the
+/// machine, and every request parameter that can change a figure, each named with both values.
 fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
     let mut reasons = Vec::new();
     if a.info.machine.name != b.info.machine.name {
         reasons.push(Reason::new(ReasonCode::Machine, format!("{} → {}", a.info.machine.name, b.info.machine.name)));
     }
     if let (Some(ra), Some(rb)) = (&a.info.request, &b.info.request) {
-        let fingerprint = |r: &harness::pass::RequestParams| (r.api.clone(), r.temperature.to_bits(), r.ignore_eos, r.min_tokens, r.extra.clone());
-        if fingerprint(ra) != fingerprint(rb) {
-            reasons.push(Reason::new(ReasonCode::Params, "api, temperature, ignore_eos, min_tokens or extra fields"));
+        let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
+        let json = |v: &Option<serde_json::Value>| v.as_ref().map_or_else(|| "none".to_owned(), |v| v.to_string());
+        let params: [(&str, String, String); 8] = [
+            ("api", ra.api.clone(), rb.api.clone()),
+            ("temperature", ra.temperature.to_string(), rb.temperature.to_string()),
+            ("seed", show(&ra.seed), show(&rb.seed)),
+            ("ignore_eos", ra.ignore_eos.to_string(), rb.ignore_eos.to_string()),
+            ("min_tokens", show(&ra.min_tokens), show(&rb.min_tokens)),
+            ("extra", json(&ra.extra), json(&rb.extra)),
+            // More streams at once: TTFT includes queueing, decode shares the engine.
+            ("concurrency", ra.concurrency.to_string(), rb.concurrency.to_string()),
+            ("order", ra.order.as_str().to_owned(), rb.order.as_str().to_owned()),
+        ];
+        for (name, va, vb) in params {
+            if va != vb {
+                reasons.push(Reason::new(ReasonCode::Params, format!("{name} {va} → {vb}")));
+            }
         }
+    }
+    reasons
+}
+
+/// [`pass_reasons`] and what differs between the two cells' own requests: the fields merged into
+/// each of their requests (`cache_prompt`, `reasoning_effort`, …) and the EOS bias.
+fn cell_reasons(pass_reasons: &[Reason], a_pass: &Pass, a: &CellStep, b_pass: &Pass, b: &CellStep) -> Vec<Reason> {
+    let mut reasons = pass_reasons.to_vec();
+    let (ca, cb) = (a_pass.cell(&a.cell), b_pass.cell(&b.cell));
+    let json = |v: Option<&serde_json::Value>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
+    let extra = |c: Option<&harness::pass::CellInfo>| json(c.and_then(|c| c.request_extra.as_ref()));
+    if extra(ca) != extra(cb) {
+        reasons.push(Reason::new(ReasonCode::Params, format!("request extras {} → {}", extra(ca), extra(cb))));
+    }
+    let bias = |c: Option<&harness::pass::CellInfo>| json(c.and_then(|c| c.ignore_eos_logit_bias.as_ref()));
+    if bias(ca) != bias(cb) {
+        reasons.push(Reason::new(ReasonCode::Params, format!("EOS logit_bias {} → {}", bias(ca), bias(cb))));
     }
     reasons
 }

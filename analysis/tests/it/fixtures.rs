@@ -197,3 +197,60 @@ fn a_cell_with_a_hash_missing_on_a_side_is_unknown_and_never_a_control() {
     // With no control left, there is no drift to widen the other bands.
     assert!(d.drift.iter().all(|x| x.metric != MetricKind::DecodeTps), "{:?}", d.drift);
 }
+
+#[test]
+fn two_quantizations_of_one_family_on_one_engine_are_told_apart_and_none_is_dropped() {
+    let (pa, mut a, pb, mut b) = passes();
+    // Ollama serves two quantizations of `qwen` in both passes: its cells become two models,
+    // each step twice, the second copy with a decode rate 10 % up in B only.
+    for side in [&mut a, &mut b] {
+        let copies: Vec<CellStep> = side.iter().filter(|s| s.engine == "ollama").cloned().collect();
+        for s in side.iter_mut().filter(|s| s.engine == "ollama") {
+            s.model = "qwen:q4".to_owned();
+        }
+        side.extend(copies.into_iter().map(|mut s| {
+            s.model = "qwen:q8".to_owned();
+            s.cell = format!("{}-q8", s.cell);
+            s
+        }));
+    }
+    let d = diff(&pa, &a, &pb, &b);
+    let ollama: Vec<&DiffRow> = d.rows.iter().filter(|r| r.engine == "ollama" && r.metric == MetricKind::TtftMs).collect();
+    // Every step of each quantization appears once, matched with its own.
+    let steps_a = a.iter().filter(|s| s.engine == "ollama").count();
+    assert_eq!(ollama.len(), steps_a, "{ollama:?}");
+    assert_eq!(ollama.iter().filter(|r| r.model == "qwen:q4").count(), steps_a / 2);
+    assert_eq!(ollama.iter().filter(|r| r.model == "qwen:q8").count(), steps_a / 2);
+    assert!(ollama.iter().all(|r| !matches!(r.verdict, Verdict::New | Verdict::Gone)));
+    // The other engines keep matching on the family alone.
+    assert!(d.rows.iter().filter(|r| r.engine == "llama.cpp").all(|r| r.model == "qwen"));
+}
+
+#[test]
+fn a_change_of_concurrency_or_of_a_cells_request_extras_makes_the_diff_incomparable_and_names_both_values() {
+    let (mut pa, a, mut pb, b) = passes();
+    let request = |concurrency: u32| {
+        serde_json::from_value::<harness::pass::RequestParams>(serde_json::json!({
+            "api": "chat", "temperature": 0.0, "ignore_eos": false, "concurrency": concurrency,
+            "first_token_timeout_s": 60.0, "idle_timeout_s": 30.0, "steps": []
+        }))
+        .unwrap()
+    };
+    pa.info.request = Some(request(1));
+    pb.info.request = Some(request(4));
+    let d = diff(&pa, &a, &pb, &b);
+    let r = row(&d.rows, "mlx-lm", Workload::Sustained, 0, MetricKind::TtftMs);
+    assert_eq!(r.verdict, Verdict::Incomparable);
+    assert!(r.reasons.iter().any(|x| x.code == ReasonCode::Params && x.detail == "concurrency 1 → 4"), "{:?}", r.reasons);
+
+    // Same concurrency, but one cell's requests carried cache_prompt=false in A only.
+    pb.info.request = Some(request(1));
+    let mlx = a.iter().find(|s| s.engine == "mlx-lm").unwrap().cell.clone();
+    pa.info.cells.iter_mut().find(|c| c.id == mlx).unwrap().request_extra = Some(serde_json::json!({"cache_prompt": false}));
+    let d = diff(&pa, &a, &pb, &b);
+    let r = row(&d.rows, "mlx-lm", Workload::Sustained, 0, MetricKind::TtftMs);
+    assert_eq!(r.verdict, Verdict::Incomparable);
+    assert!(r.reasons.iter().any(|x| x.detail == r#"request extras {"cache_prompt":false} → none"#), "{:?}", r.reasons);
+    let other = row(&d.rows, "llama.cpp", Workload::Sustained, 0, MetricKind::TtftMs);
+    assert_ne!(other.verdict, Verdict::Incomparable, "other cells are unaffected");
+}
