@@ -4,6 +4,7 @@
 mod bench;
 mod bench_leaderboard;
 mod bench_report;
+mod check_targets;
 mod demo;
 mod engine;
 mod reports;
@@ -33,6 +34,9 @@ tasks:
                           read and summarise a synthetic corpus of N passes (default 10,000,
                           about 1.3 million runs) into one leaderboard CSV; time and peak memory
   bench report            render a 12-cell pass (figures, Markdown, HTML, charts), timed
+  check-targets [--target TRIPLE]...
+                          type-check the workspace for aarch64-apple-darwin and
+                          x86_64-pc-windows-msvc (Debian's rustc-web, std built from source)
 ";
 
 fn main() -> ExitCode {
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         ["bench", "client", rest @ ..] => bench::client(rest),
         ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
         ["bench", "report", rest @ ..] => bench_report::run(rest),
+        ["check-targets", rest @ ..] => check_targets::run(rest),
         ["help" | "--help" | "-h"] | [] => {
             print!("{USAGE}");
             Ok(())
