@@ -333,6 +333,11 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
     if sources.contains(&TokenCountSource::Estimate) {
         reasons.push(Reason::new(ReasonCode::TokenEstimate, ""));
     }
+    let mismatched: Vec<(u64, u64)> = group.iter().filter_map(|f| f.usage_mismatch).collect();
+    if let Some(&(usage, events)) = mismatched.first() {
+        let detail = format!("{} of {} runs: usage says {usage} tokens for {events} token events", mismatched.len(), group.len());
+        reasons.push(Reason::new(ReasonCode::UsageMismatch, detail));
+    }
     if let Some(detail) = nondeterminism(pass, &group) {
         reasons.push(Reason::new(ReasonCode::Nondeterministic, detail));
     }

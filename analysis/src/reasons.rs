@@ -20,6 +20,7 @@ pub enum ReasonCode {
     Reconciliation,
     Drift,
     Thermal,
+    UsageMismatch,
 }
 
 impl ReasonCode {
@@ -40,6 +41,7 @@ impl ReasonCode {
             ReasonCode::Reconciliation => "reconciliation",
             ReasonCode::Drift => "drift",
             ReasonCode::Thermal => "thermal",
+            ReasonCode::UsageMismatch => "usage-mismatch",
         }
     }
 
@@ -60,6 +62,7 @@ impl ReasonCode {
             ReasonCode::LowN => "3 runs a side: the exact test's smallest p-value is 0.10, so the change is called at α = 0.10",
             ReasonCode::Drift => "the decode rate fell run after run: thermal throttling or a warming cache, not noise",
             ReasonCode::Thermal => "the machine reported thermal pressure above nominal during some runs: they may have run throttled",
+            ReasonCode::UsageMismatch => "the server's usage count contradicts the events it streamed (fewer tokens than token events, or far more than they could carry), so neither the count nor the decode rate built on it is trusted",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
         }
     }

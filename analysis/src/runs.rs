@@ -33,6 +33,10 @@ pub struct RunFacts {
     pub server_decode_tps: Option<f64>,
     /// The OS's thermal pressure around the run, where it reports one (macOS).
     pub thermal_pressure: Option<harness::provenance::mac::ThermalPressure>,
+    /// The server's `usage.completion_tokens` and the run's token events, where the two
+    /// contradict each other ([`metrics::usage_contradicts_events`]); `None` where they agree or
+    /// there is nothing to compare (no usage, or an imported run with no events).
+    pub usage_mismatch: Option<(u64, u64)>,
 }
 
 /// Draft tokens proposed and accepted during a run, from the engine's Prometheus counters
@@ -57,6 +61,12 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
             let output_sha256 = run.output_sha256.clone().or_else(|| harness::pass::RunRecord::hash_output(&run.events));
             let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);
             let drafts = run.server_counters.as_ref().and_then(draft_counters);
+            let usage_completion = run.usage.as_ref().and_then(|u| u.get("completion_tokens")).and_then(serde_json::Value::as_u64);
+            let token_events = run.events.iter().filter(|e| e.carries_tokens()).count() as u64;
+            let usage_mismatch = usage_completion
+                .filter(|_| !run.events.is_empty())
+                .filter(|&n| metrics::usage_contradicts_events(n, token_events))
+                .map(|n| (n, token_events));
             RunFacts {
                 pass_id: pass.info.pass_id.clone(),
                 cell: run.cell.clone(),
@@ -80,6 +90,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 server_peak_rss_bytes: run.server_peak_rss_bytes,
                 thermal_pressure: run.thermal_pressure,
                 server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),
+                usage_mismatch,
             }
         })
         .collect()

@@ -81,7 +81,7 @@ struct RunArgs {
     #[arg(long, value_name = "DIR", requires = "plan", conflicts_with = "out")]
     resume: Option<PathBuf>,
     /// Multiply every gap of a plan by this (0: no cool-downs, for tests and demos).
-    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    #[arg(long, default_value_t = 1.0, value_name = "F", value_parser = parse_gap_scale)]
     gap_scale: f64,
     /// The server's base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine).
     #[arg(long, required_unless_present = "plan")]
@@ -116,20 +116,20 @@ struct RunArgs {
     #[arg(long, value_enum)]
     workload: Option<WorkloadArg>,
     /// Measured runs per prompt target.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::plan::file::MAX_RUNS)))]
     runs: u32,
     /// Warmup runs per prompt target (recorded, marked as warmups).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::plan::file::MAX_RUNS)))]
     warmup: u32,
     /// Token cap per request.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=harness::plan::file::MAX_TOKENS))]
     max_tokens: u64,
     /// Prompt-size target in tokens; repeat for several (e.g. 128, 2048, 8192).
-    #[arg(long = "prompt-tokens", value_name = "N")]
+    #[arg(long = "prompt-tokens", value_name = "N", value_parser = clap::value_parser!(u64).range(0..=harness::plan::file::MAX_TOKENS))]
     prompt_tokens: Vec<u64>,
     #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
     api: ApiArg,
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = parse_temperature)]
     temperature: f64,
     #[arg(long)]
     seed: Option<u64>,
@@ -137,22 +137,22 @@ struct RunArgs {
     #[arg(long)]
     ignore_eos: bool,
     /// Ask for at least this many tokens (vLLM's `min_tokens`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=harness::plan::file::MAX_TOKENS))]
     min_tokens: Option<u64>,
     /// JSON object merged into every request body, e.g. '{"reasoning_effort":"none"}'.
     #[arg(long, value_name = "JSON")]
     extra: Option<String>,
     /// Parallel streams.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::plan::file::MAX_CONCURRENCY)))]
     concurrency: u32,
     /// Environment variable that holds the API key (the key is never written anywhere).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
     /// Seconds to wait for the first token before recording the run as failed.
-    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS", value_parser = parse_timeout)]
     first_token_timeout: f64,
     /// Seconds of silence mid-stream before recording the run as failed.
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = parse_timeout)]
     idle_timeout: f64,
     /// The pass folder to create [default: data/passes/<pass id>].
     #[arg(long, value_name = "DIR")]
@@ -565,6 +565,33 @@ fn report_summary(summary: &harness::runner::PassSummary) -> anyhow::Result<Exit
         }
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// A timeout in seconds: above 0 and at most a day (`harness::plan::file::MAX_TIMEOUT_S`), so
+/// that it is a wait and always a `Duration`.
+fn parse_timeout(text: &str) -> Result<f64, String> {
+    let max = harness::plan::file::MAX_TIMEOUT_S;
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= max => Ok(s),
+        _ => Err(format!("expected seconds above 0 and at most {max} (a day), found `{text}`")),
+    }
+}
+
+/// A factor for a plan's gaps: 0 to 100 (a gap is at most a week; 100 weeks still sleeps).
+fn parse_gap_scale(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if (0.0..=100.0).contains(&f) => Ok(f),
+        _ => Err(format!("expected a factor from 0 to 100, found `{text}`")),
+    }
+}
+
+/// A sampling temperature: 0 to `harness::plan::file::MAX_TEMPERATURE`.
+fn parse_temperature(text: &str) -> Result<f64, String> {
+    let max = harness::plan::file::MAX_TEMPERATURE;
+    match text.parse::<f64>() {
+        Ok(t) if (0.0..=max).contains(&t) => Ok(t),
+        _ => Err(format!("expected a temperature from 0 to {max}, found `{text}`")),
+    }
 }
 
 fn parse_fault(name: &str) -> Result<harness::sim::Fault, String> {

@@ -31,16 +31,64 @@ fn ns_to_ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// Decode rate; `None` when it is undefined (fewer than two tokens, or all in one event).
-pub fn decode_tps(completion_tokens: Option<u64>, decode_ms: Option<f64>) -> Option<f64> {
-    let (n, ms) = (completion_tokens?, decode_ms?);
-    (n >= 2 && ms > 0.0).then(|| (n - 1) as f64 / (ms / 1e3))
+/// The longest time a run's `ttft_ms` or `decode_ms` may hold: 30 days, in milliseconds. No
+/// benchpass run lasts that long (the first-token and idle timeouts are at most a day each, and
+/// a run is cut past 4 × `max_tokens` + 64 token events); a larger value is not a measurement.
+pub const MAX_MS: f64 = 30.0 * 24.0 * 3600.0 * 1e3;
+
+/// The shortest non-zero decode span: 1 µs, in milliseconds. A span exists only between two
+/// token events that arrived in different network reads, and no server sends, and no client
+/// reads, two chunks less than a microsecond apart (benchpass writes milliseconds with three
+/// decimals in a runs CSV, so a span it measured is either 0 or at least this).
+pub const MIN_DECODE_MS: f64 = 1e-3;
+
+/// The largest token count benchpass trusts: 2^32 tokens. No context window or token cap comes
+/// near it (a plan's `max_tokens` is at most 2^20); a count above it is not a count.
+pub const MAX_COUNT: u64 = 1 << 32;
+
+/// The most tokens one stream event is taken to carry. Speculative decoding accepts a draft
+/// in one step (llama.cpp's `--draft-max` defaults to 16, vLLM and MLX speculate fewer), and
+/// servers that batch tokens by time send a few per event; 64 is four times the largest draft
+/// any preset uses, so a count beyond 64 per event (+ 64 for tokens that stream no text, such
+/// as an end-of-sequence token) is not what the stream carried.
+pub const MAX_TOKENS_PER_EVENT: u64 = 64;
+
+/// The fastest rate benchpass reports: 10^9 tokens a second. A stream decodes thousands at
+/// most and a prompt fully served from cache is read at millions; a larger result comes from a
+/// span or a count that is not a measurement, and is reported as absent.
+pub const MAX_TPS: f64 = 1e9;
+
+/// Whether a server's usage count contradicts the stream it came with: more token events than
+/// completion tokens (every token event carries at least one token), or more tokens than the
+/// events could carry ([`MAX_TOKENS_PER_EVENT`] each, + 64).
+pub fn usage_contradicts_events(usage_completion_tokens: u64, token_events: u64) -> bool {
+    token_events > usage_completion_tokens
+        || usage_completion_tokens > token_events.saturating_mul(MAX_TOKENS_PER_EVENT).saturating_add(64)
 }
 
-/// Prefill rate; `None` without a prompt count or a first token.
+/// A rate, or `None` when it is not finite or beyond [`MAX_TPS`].
+fn plausible(rate: f64) -> Option<f64> {
+    (rate.is_finite() && (0.0..=MAX_TPS).contains(&rate)).then_some(rate)
+}
+
+/// Decode rate; `None` when it is undefined (fewer than two tokens, or all in one event), or
+/// when the result is not finite or beyond [`MAX_TPS`] (a span of 1e-320 ms, a count of 10^18).
+pub fn decode_tps(completion_tokens: Option<u64>, decode_ms: Option<f64>) -> Option<f64> {
+    let (n, ms) = (completion_tokens?, decode_ms?);
+    if n < 2 || !(ms > 0.0) {
+        return None;
+    }
+    plausible((n - 1) as f64 / (ms / 1e3))
+}
+
+/// Prefill rate; `None` without a prompt count or a first token, or when the result is not
+/// finite or beyond [`MAX_TPS`].
 pub fn prefill_tps(prompt_tokens: Option<u64>, ttft_ms: Option<f64>) -> Option<f64> {
     let (n, ms) = (prompt_tokens?, ttft_ms?);
-    (ms > 0.0).then(|| n as f64 / (ms / 1e3))
+    if !(ms > 0.0) {
+        return None;
+    }
+    plausible(n as f64 / (ms / 1e3))
 }
 
 #[cfg(test)]
@@ -72,5 +120,28 @@ mod tests {
         assert_eq!(decode_tps(Some(5), Some(0.0)), None, "five tokens in one event have no decode span");
         assert_eq!(prefill_tps(Some(512), Some(256.0)), Some(2000.0));
         assert_eq!(event_times(&[event(1, "")]), EventTimes { ttft_ms: None, decode_ms: None });
+    }
+
+    #[test]
+    fn absurd_rates_are_absent_not_infinite() {
+        // A subnormal span: (2 − 1) / 1e-323 s is infinite.
+        assert_eq!(decode_tps(Some(2), Some(1e-320)), None);
+        // A server that says 10^18 tokens over a 0.5 s span.
+        assert_eq!(decode_tps(Some(1_000_000_000_000_000_000), Some(500.0)), None);
+        assert_eq!(decode_tps(Some(3), Some(f64::NAN)), None);
+        assert_eq!(decode_tps(Some(3), Some(-5.0)), None);
+        assert_eq!(prefill_tps(Some(128), Some(1e-320)), None);
+        assert!(decode_tps(Some(2), Some(MIN_DECODE_MS)).is_some(), "1 µs for 2 tokens is 10^6 tok/s, kept");
+    }
+
+    #[test]
+    fn usage_that_the_stream_cannot_carry_contradicts_it() {
+        assert!(usage_contradicts_events(2, 100), "100 token events carry at least 100 tokens");
+        assert!(usage_contradicts_events(1_000_000_000_000_000_000, 100));
+        assert!(!usage_contradicts_events(100, 100));
+        assert!(!usage_contradicts_events(64 * 100 + 64, 100), "64 a draft plus 64 unstreamed is the edge");
+        assert!(usage_contradicts_events(64 * 100 + 65, 100));
+        assert!(!usage_contradicts_events(64, 0));
+        assert!(!usage_contradicts_events(u64::MAX, u64::MAX));
     }
 }

@@ -545,7 +545,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         tokio::time::sleep(wait).await;
     }
     let times = metrics::event_times(&outcome.events);
-    let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt, &outcome).await;
+    let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt, job.max_tokens, &outcome).await;
     RunRecord {
         cell: target.cell_id.to_owned(),
         workload: job.workload,
@@ -578,10 +578,20 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
 async fn count_tokens(
     context: &Target<'_>,
     prompt: &str,
+    max_tokens: u64,
     outcome: &StreamOutcome,
 ) -> (Option<u64>, Option<u64>, Option<TokenCountSource>) {
-    let from_usage = |key: &str| outcome.usage.as_ref().and_then(|u| u.get(key)).and_then(serde_json::Value::as_u64);
-    if let Some(completion) = from_usage("completion_tokens") {
+    // A usage count above 2^32, or far above what the run asked for, is not a count: it is kept
+    // verbatim in the record's `usage` and the counts come from the next source. "Far above":
+    // more than the stream could carry if the server ignored the cap up to the runaway bound
+    // (4 × max_tokens + 64 token events) at `MAX_TOKENS_PER_EVENT` tokens each.
+    let ceiling = metrics::MAX_COUNT.min(
+        max_tokens.saturating_mul(4).saturating_add(64).saturating_mul(metrics::MAX_TOKENS_PER_EVENT),
+    );
+    let from_usage = |key: &str| {
+        outcome.usage.as_ref().and_then(|u| u.get(key)).and_then(serde_json::Value::as_u64).filter(|&n| n <= metrics::MAX_COUNT)
+    };
+    if let Some(completion) = from_usage("completion_tokens").filter(|&n| n <= ceiling) {
         return (from_usage("prompt_tokens"), Some(completion), Some(TokenCountSource::Usage));
     }
     if outcome.events.is_empty() {

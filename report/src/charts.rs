@@ -25,8 +25,10 @@ fn label(step: &CellStep) -> String {
 
 /// Sustained decode rate per cell: the median as a dot, the noise band as a whisker.
 pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
-    let cells: Vec<&CellStep> =
-        steps.iter().filter(|s| s.workload == Workload::Sustained && s.decode.is_some()).collect();
+    let cells: Vec<&CellStep> = steps
+        .iter()
+        .filter(|s| s.workload == Workload::Sustained && s.decode.as_ref().is_some_and(|m| drawable(&[m.median, m.band.low, m.band.high])))
+        .collect();
     if cells.is_empty() {
         return None;
     }
@@ -51,7 +53,10 @@ pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
 
 /// Decode rate against prompt size: one line per cell over the prompt-matrix targets.
 pub fn decode_vs_prompt(steps: &[CellStep]) -> Option<Chart> {
-    let matrix: Vec<&CellStep> = steps.iter().filter(|s| s.workload == Workload::PromptMatrix && s.decode.is_some()).collect();
+    let matrix: Vec<&CellStep> = steps
+        .iter()
+        .filter(|s| s.workload == Workload::PromptMatrix && s.decode.as_ref().is_some_and(|m| drawable(&[m.median])))
+        .collect();
     let mut targets: Vec<u64> = matrix.iter().map(|s| s.target_prompt_tokens).collect();
     targets.sort();
     targets.dedup();
@@ -109,8 +114,8 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
     if lines.is_empty() {
         return None;
     }
-    let right = lines.iter().flat_map(|(_, p)| p.iter().map(|&(t, _)| t)).fold(0.0, f64::max) * 1.05;
-    let top = lines.iter().flat_map(|(_, p)| p.iter().map(|&(_, c)| c)).fold(0.0, f64::max) * 1.1;
+    let right = axis_top(lines.iter().flat_map(|(_, p)| p.iter().map(|&(t, _)| t)).fold(0.0, f64::max) * 1.05);
+    let top = axis_top(lines.iter().flat_map(|(_, p)| p.iter().map(|&(_, c)| c)).fold(0.0, f64::max) * 1.1);
     let mut svg = String::new();
     draw(&mut svg, |root| {
         let mut chart = ChartBuilder::on(&root)
@@ -118,7 +123,7 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(56)
-            .build_cartesian_2d(0f64..right.max(1.0), 0f64..top.max(1.0))?;
+            .build_cartesian_2d(0f64..right, 0f64..top)?;
         chart.configure_mesh().x_desc("ms since the request was sent").y_desc("characters").draw()?;
         for (i, (name, points)) in lines.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
@@ -131,6 +136,21 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
         Ok(())
     })?;
     Some(Chart { file: "token-timeline.svg".to_owned(), title: "Per-run token timeline (arrival time of each event)".to_owned(), svg })
+}
+
+/// The largest value a chart draws. plotters lays out ticks by stepping through the axis
+/// range; an infinite or vast range (a rate from a span of 1e-320 ms) makes it step forever.
+/// `harness::metrics` reports no rate above 10^9, so nothing real is left out.
+const MAX_DRAWN: f64 = 1e12;
+
+/// Values a chart can draw: finite, 0 or more, and at most [`MAX_DRAWN`].
+fn drawable(values: &[f64]) -> bool {
+    values.iter().all(|v| v.is_finite() && (0.0..=MAX_DRAWN).contains(v))
+}
+
+/// The top of an axis that starts at 0: at least 1 (never a zero-width range) and finite.
+fn axis_top(top: f64) -> f64 {
+    if top.is_finite() { top.clamp(1.0, MAX_DRAWN) } else { 1.0 }
 }
 
 type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
@@ -155,7 +175,7 @@ fn categorical<'a, 'b>(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d((0..n).into_segmented(), 0f64..top)?;
+        .build_cartesian_2d((0..n).into_segmented(), 0f64..axis_top(top))?;
     chart
         .configure_mesh()
         .disable_x_mesh()

@@ -79,9 +79,12 @@ impl Notes {
     }
 }
 
-/// `81.9 ±2.0%`; without ± when fewer runs than a band needs.
+/// `81.9 ±2.0%`; without ± when fewer runs than a band needs. A median that is not a finite
+/// number of 0 or more (no reader lets one through) is shown as `–`, never as `inf` or `-50.0`.
 pub fn with_band(metric: &Metric, digits: usize) -> String {
-    if metric.values.len() < analysis::cells::MIN_RUNS_FOR_BAND {
+    if !(metric.median.is_finite() && metric.median >= 0.0) {
+        "–".to_owned()
+    } else if !metric.band.half_width.is_finite() || metric.values.len() < analysis::cells::MIN_RUNS_FOR_BAND {
         format!("{:.digits$}", metric.median)
     } else {
         format!("{:.digits$} ±{:.1}%", metric.median, metric.band.half_width * 100.0)

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::format::*;
+use crate::metrics;
 use super::store::{write_imported, Pass, PassError};
 
 /// The columns, in this order. Changing them breaks every consumer: don't.
@@ -288,16 +289,25 @@ impl Row<'_> {
         self.parsed(column, expected)?.ok_or_else(|| self.bad(column, expected))
     }
 
+    /// Milliseconds: finite, 0 or more, and at most [`metrics::MAX_MS`] (30 days).
     fn millis(&self, column: &'static str) -> Result<Option<f64>, ImportError> {
-        const EXPECTED: &str = "milliseconds as a non-negative number (e.g. 123.456), or empty";
+        const EXPECTED: &str = "milliseconds as a number from 0 to 2592000000 (30 days), e.g. 123.456, or empty";
         match self.parsed::<f64>(column, EXPECTED)? {
-            Some(v) if !(v.is_finite() && v >= 0.0) => Err(self.bad(column, EXPECTED)),
+            Some(v) if !(v.is_finite() && (0.0..=metrics::MAX_MS).contains(&v)) => Err(self.bad(column, EXPECTED)),
             v => Ok(v),
         }
     }
 
+    /// A token count: a whole number up to [`metrics::MAX_COUNT`] (2^32), or empty.
+    fn count(&self, column: &'static str) -> Result<Option<u64>, ImportError> {
+        const EXPECTED: &str = "a whole number of tokens up to 4294967296, or empty";
+        match self.parsed::<u64>(column, EXPECTED)? {
+            Some(n) if n > metrics::MAX_COUNT => Err(self.bad(column, EXPECTED)),
+            n => Ok(n),
+        }
+    }
+
     fn run(&self, cell: String) -> Result<RunRecord, ImportError> {
-        const COUNT: &str = "a whole number of tokens, or empty";
         let workload = Workload::parse(self.raw("workload").unwrap_or(""))
             .ok_or_else(|| self.bad("workload", "one of sustained, prompt-matrix, pp-tg"))?;
         let warmup = match self.raw("warmup").unwrap_or("") {
@@ -305,7 +315,7 @@ impl Row<'_> {
             "false" | "0" | "" => false,
             _ => return Err(self.bad("warmup", "true or false")),
         };
-        let completion_tokens = self.parsed("completion_tokens", COUNT)?;
+        let completion_tokens = self.count("completion_tokens")?;
         let token_count_source = match self.raw("token_count_source") {
             // The column is optional: files from before it existed counted from usage (where
             // they counted at all: a failed run may have no counts).
@@ -319,12 +329,19 @@ impl Row<'_> {
         let target = self.required("target_prompt_tokens", "a whole number of tokens (0 for sustained)")?;
         let rep = self.required("rep", "the repetition index, a whole number")?;
         let max_tokens = self.required("max_tokens", "the token cap, a whole number")?;
+        let ttft_ms = self.millis("ttft_ms")?;
+        let decode_ms = self.millis("decode_ms")?;
+        // A span exists only between two token events; under 1 µs it is not one that was
+        // measured (docs/metrics.md, "Bounds").
+        if decode_ms.is_some_and(|ms| ms > 0.0 && ms < metrics::MIN_DECODE_MS) {
+            return Err(self.bad("decode_ms", "0, or a decode span of at least 0.001 ms (1 µs)"));
+        }
         Ok(RunRecord {
-            prompt_tokens: self.parsed("prompt_tokens", COUNT)?,
+            prompt_tokens: self.count("prompt_tokens")?,
             completion_tokens,
             token_count_source,
-            ttft_ms: self.millis("ttft_ms")?,
-            decode_ms: self.millis("decode_ms")?,
+            ttft_ms,
+            decode_ms,
             finish_reason: self.optional_text("finish_reason")?,
             error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
             ..RunRecord::unmeasured(&cell, workload, target, rep, warmup, max_tokens)

@@ -24,6 +24,8 @@ pub enum PassError {
     NewerSchema { path: PathBuf, found: u32 },
     #[error("{path}:{line}: not a run record: {source}")]
     BadRun { path: PathBuf, line: usize, source: serde_json::Error },
+    #[error("{path}:{line}: {message}")]
+    ImpossibleRun { path: PathBuf, line: usize, message: String },
     #[error("{path} already holds a pass; choose an empty or new --out folder")]
     AlreadyExists { path: PathBuf },
     #[error(
@@ -269,13 +271,29 @@ pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
             continue;
         }
         match serde_json::from_slice::<RunRecord>(&line) {
-            Ok(run) => runs.push(run),
+            Ok(run) => match impossible(&run) {
+                None => runs.push(run),
+                Some(message) => return Err(PassError::ImpossibleRun { path: runs_path, line: number, message }),
+            },
             // Only the last line can be torn: a writer that died mid-append leaves no newline.
             Err(_) if !complete => torn_tail = Some(TornTail { line: number, bytes: line.len() }),
             Err(source) => return Err(PassError::BadRun { path: runs_path, line: number, source }),
         }
     }
     Ok(Pass { dir: dir.to_owned(), info, runs, torn_tail })
+}
+
+/// What makes a run record one no measurement wrote (docs/raw-format.md, "Bounds"): a
+/// negative time. (JSON holds no infinity or NaN, and serde refuses a number too large for an
+/// f64.) A time above 30 days or a count above 2^32 is read, as an importer of another tool's
+/// file may have written it, and gives no rate (`metrics::decode_tps`, `prefill_tps`).
+fn impossible(run: &RunRecord) -> Option<String> {
+    for (field, value) in [("ttft_ms", run.ttft_ms), ("decode_ms", run.decode_ms)] {
+        if let Some(ms) = value.filter(|ms| !(ms.is_finite() && *ms >= 0.0)) {
+            return Some(format!("`{field}` is {ms}; expected milliseconds, 0 or more"));
+        }
+    }
+    None
 }
 
 pub fn read_pass_info(dir: &Path) -> Result<PassInfo, PassError> {

@@ -334,8 +334,12 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
                 error(engine.name.span(), format!("engine `{name}`: `{key}` may not set `{own}`"), Some("benchpass sets it from the plan's workloads".into()));
             }
         }
-        if engine.health_timeout_s <= 0.0 || !engine.health_timeout_s.is_finite() {
-            error(engine.name.span(), format!("engine `{name}`: health_timeout_s must be above 0"), None);
+        if !(engine.health_timeout_s > 0.0 && engine.health_timeout_s <= MAX_TIMEOUT_S) {
+            error(
+                engine.name.span(),
+                format!("engine `{name}`: health_timeout_s must be above 0 and at most {MAX_TIMEOUT_S} (a day), not {}", shown(engine.health_timeout_s)),
+                Some("`health_timeout_s = 600` waits up to 10 minutes for the engine to load".into()),
+            );
         }
     }
     for (i, model) in file.models.iter().enumerate() {
@@ -375,13 +379,26 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     let r = &file.request;
     // Written so that NaN fails every check.
     let positive = |x: f64| x > 0.0;
-    let timeouts_ok = positive(r.first_token_timeout_s) && positive(r.idle_timeout_s);
-    let temperature_ok = r.temperature == 0.0 || positive(r.temperature);
-    if r.concurrency == 0 || !timeouts_ok || !temperature_ok {
-        error(0..0, "[request]: concurrency must be at least 1, timeouts above 0, temperature 0 or more".to_owned(), None);
+    let timeout_ok = |x: f64| positive(x) && x <= MAX_TIMEOUT_S;
+    let timeouts_ok = timeout_ok(r.first_token_timeout_s) && timeout_ok(r.idle_timeout_s);
+    let temperature_ok = (r.temperature == 0.0 || positive(r.temperature)) && r.temperature <= MAX_TEMPERATURE;
+    if r.concurrency == 0 || r.concurrency > MAX_CONCURRENCY || !timeouts_ok || !temperature_ok {
+        error(
+            0..0,
+            format!(
+                "[request]: concurrency must be 1 to {MAX_CONCURRENCY}, timeouts above 0 and at most {MAX_TIMEOUT_S} seconds (a day), \
+                 temperature 0 to {MAX_TEMPERATURE}"
+            ),
+            Some("`first_token_timeout_s = 600` and `idle_timeout_s = 60` are the defaults".into()),
+        );
     }
-    if !(file.gaps.between_cells_s >= 0.0 && file.gaps.between_workloads_s >= 0.0) {
-        error(0..0, "[gaps]: gaps are 0 or more seconds".to_owned(), None);
+    let gap_ok = |x: f64| (0.0..=MAX_GAP_S).contains(&x);
+    if !(gap_ok(file.gaps.between_cells_s) && gap_ok(file.gaps.between_workloads_s)) {
+        error(
+            0..0,
+            format!("[gaps]: gaps are 0 to {MAX_GAP_S} seconds (a week)"),
+            Some("`between_cells_s = 60` cools down for a minute".into()),
+        );
     }
     if let Some(name) = &file.name {
         if let Err(e) = crate::runner::check_pass_id(&format!("20260101-000000-{name}")) {
@@ -500,6 +517,20 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
 pub const MAX_TOKENS: u64 = 1 << 20;
 pub const MAX_RUNS: u32 = 10_000;
 pub const MAX_SOAK_S: u64 = 30 * 24 * 3600;
+/// A number as a person reads it: `1e300` rather than 301 digits.
+fn shown(x: f64) -> String {
+    if x.abs() >= 1e9 { format!("{x:e}") } else { x.to_string() }
+}
+
+/// The longest first-token, idle or health timeout: a day, in seconds. Beyond it a wait is
+/// not a timeout, and a value near f64's range cannot become a `Duration` at all.
+pub const MAX_TIMEOUT_S: f64 = 24.0 * 3600.0;
+/// The longest gap between cells or workloads: a week, in seconds.
+pub const MAX_GAP_S: f64 = 7.0 * 24.0 * 3600.0;
+/// The most streams a pass keeps in flight at once (each is a task and a connection).
+pub const MAX_CONCURRENCY: u32 = 4096;
+/// The highest sampling temperature benchpass sends (servers accept 0 to 2; some more).
+pub const MAX_TEMPERATURE: f64 = 100.0;
 pub const MAX_PLANNED_RUNS: u64 = 1_000_000;
 
 /// Request fields that define the protocol: a plan's extra fields may not override them.

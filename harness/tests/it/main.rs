@@ -10,6 +10,7 @@ mod faults;
 mod fuzz_corpus;
 mod hostile;
 mod hostile_files;
+mod hostile_numbers;
 mod llama_cpp;
 mod mlx_lm;
 mod plans;

@@ -4,6 +4,7 @@
 
 mod browser;
 mod hostile_csv;
+mod hostile_numbers;
 mod thermal;
 
 use std::path::{Path, PathBuf};
