@@ -138,6 +138,9 @@ pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .tcp_nodelay(true)
+        // A redirect is not followed: the figures would be another server's. The 3xx is
+        // recorded as `http-3xx` with its Location (client.rs).
+        .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(concurrency as usize)
         .build()?)
 }

@@ -97,7 +97,8 @@ fn context(diff: &Diff) -> minijinja::Value {
                 delta: r.delta_pct.map_or("–".to_owned(), |d| format!("{d:+.1}%")),
                 verdict: r.verdict.as_str().to_owned(),
                 attribution: r.attribution.map(|a| a.sentence().to_owned()).unwrap_or_default(),
-                marks: notes.marks(&r.reasons, true),
+                // A diff row's short-stop reason says a side's rate is a burst: starred.
+                marks: notes.marks(&r.reasons, crate::view::ShortStopMark::Star),
             }
         })
         .collect();

@@ -62,12 +62,10 @@ pub fn md_escape(value: String) -> String {
 
 /// Footnote marks in Markdown: `*` escaped (it would italicise), numbers superscript.
 pub fn md_marks(marks: String) -> String {
-    let (star, numbers) = match marks.strip_prefix('*') {
-        Some(rest) => ("\\*", rest),
-        None => ("", marks.as_str()),
-    };
+    let n_stars = marks.chars().take_while(|&c| c == '*').count();
+    let (star, numbers) = ("\\*".repeat(n_stars), &marks[n_stars..]);
     if numbers.is_empty() {
-        star.to_owned()
+        star
     } else {
         format!("{star}<sup>{numbers}</sup>")
     }

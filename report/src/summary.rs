@@ -22,7 +22,7 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
     out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
     let mut notes = Notes::default();
     for step in steps {
-        let marks = notes.marks(&step.reasons, true);
+        let marks = notes.marks(&step.reasons, crate::view::ShortStopMark::for_decode(step));
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -41,35 +41,59 @@ pub struct Notes {
     notes: Vec<Note>,
 }
 
+/// How a `short-stop` reason is marked on a figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShortStopMark {
+    /// A star: the figure is a short-sample burst (short runs entered its median).
+    Star,
+    /// A numbered note like any other: runs stopped early but were left out of the figure.
+    Number,
+    /// Not marked: the figure does not depend on where runs stopped (TTFT, prefill).
+    Omit,
+}
+
+impl ShortStopMark {
+    /// For a decode rate: a star only where the median came from runs that stopped early.
+    pub fn for_decode(step: &CellStep) -> ShortStopMark {
+        if step.decode_is_burst() {
+            ShortStopMark::Star
+        } else {
+            ShortStopMark::Number
+        }
+    }
+}
+
 impl Notes {
-    /// The marks for `reasons`: `*` for a short stop (when `star` is asked for), numbers for the rest.
-    pub fn marks(&mut self, reasons: &[Reason], star: bool) -> String {
-        let mut star_mark = false;
+    /// The marks for `reasons`: stars for a burst (`*`, then `**`, … for notes that say
+    /// different things), numbers for the rest.
+    pub fn marks(&mut self, reasons: &[Reason], short_stop: ShortStopMark) -> String {
+        let mut stars = Vec::new();
         let mut numbers = Vec::new();
         for reason in reasons {
-            if reason.code == ReasonCode::ShortStop {
-                if !star {
-                    continue;
-                }
-                star_mark = true;
+            let starred = reason.code == ReasonCode::ShortStop && short_stop == ShortStopMark::Star;
+            if reason.code == ReasonCode::ShortStop && short_stop == ShortStopMark::Omit {
+                continue;
             }
-            let mark = if reason.code == ReasonCode::ShortStop { "*".to_owned() } else { String::new() };
             let text = reason.explain();
-            let index = match self.notes.iter().position(|n| n.code == reason.code.as_str() && n.text == text) {
+            let index = match self.notes.iter().position(|n| n.code == reason.code.as_str() && n.text == text && n.mark.starts_with('*') == starred) {
                 Some(i) => i,
                 None => {
-                    let number = self.notes.iter().filter(|n| n.mark != "*").count() + 1;
-                    let mark = if mark.is_empty() { number.to_string() } else { mark };
+                    let mark = if starred {
+                        "*".repeat(self.notes.iter().filter(|n| n.mark.starts_with('*')).count() + 1)
+                    } else {
+                        (self.notes.iter().filter(|n| !n.mark.starts_with('*')).count() + 1).to_string()
+                    };
                     self.notes.push(Note { mark, code: reason.code.as_str().to_owned(), text });
                     self.notes.len() - 1
                 }
             };
-            let mark = &self.notes[index].mark;
-            if mark != "*" && !numbers.contains(mark) {
-                numbers.push(mark.clone());
+            let mark = self.notes[index].mark.clone();
+            let list = if starred { &mut stars } else { &mut numbers };
+            if !list.contains(&mark) {
+                list.push(mark);
             }
         }
-        let mut out = if star_mark { "*".to_owned() } else { String::new() };
+        let mut out = stars.concat();
         out.push_str(&numbers.join(","));
         out
     }
@@ -220,13 +244,13 @@ pub fn tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
 fn decode_cell(step: &CellStep, notes: &mut Notes) -> Cell {
     Cell {
         text: step.decode.as_ref().map_or("–".to_owned(), |m| with_band(m, 1)),
-        marks: notes.marks(&step.reasons, true),
+        marks: notes.marks(&step.reasons, ShortStopMark::for_decode(step)),
     }
 }
 
 /// TTFT and prefill still count for short-stopped runs: no `*`.
 fn other_cell(step: &CellStep, metric: Option<&Metric>, digits: usize, notes: &mut Notes) -> Cell {
-    Cell { text: metric.map_or("–".to_owned(), |m| with_band(m, digits)), marks: notes.marks(&step.reasons, false) }
+    Cell { text: metric.map_or("–".to_owned(), |m| with_band(m, digits)), marks: notes.marks(&step.reasons, ShortStopMark::Omit) }
 }
 
 #[derive(Debug, Serialize)]

@@ -5,6 +5,7 @@
 mod browser;
 mod hostile_csv;
 mod hostile_numbers;
+mod marks;
 mod thermal;
 
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ fn the_leaderboard_has_exactly_its_columns_and_one_row_per_figure() {
         "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,target_prompt_tokens,\
 metric,unit,median,band_low,band_high,n,n_short,flags,token_count_source"
     );
-    let llama = format!("fx-a,m1,llama.cpp,b5000,,qwen,{},text,sustained,0,", "1".repeat(64));
+    let llama = format!("fx-a,m1,llama.cpp,b5000,{},qwen,{},text,sustained,0,", "a".repeat(64), "1".repeat(64));
     // 50 tok/s ± 2 %: 49.000 to 51.000 (the 49 run was written as 5204.082 ms: 48.99999 tok/s).
     assert!(r.leaderboard_csv.contains(&format!("{llama}decode_tps,tok/s,50.000,49.000,51.000,3,0,engine+build,usage")), "{}", r.leaderboard_csv);
     assert!(r.leaderboard_csv.contains(&format!("{llama}ttft_ms,ms,120.000,117.600,122.400,3,0,engine+build,usage")));
