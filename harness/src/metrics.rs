@@ -75,7 +75,8 @@ fn plausible(rate: f64) -> Option<f64> {
 /// when the result is not finite or beyond [`MAX_TPS`] (a span of 1e-320 ms, a count of 10^18).
 pub fn decode_tps(completion_tokens: Option<u64>, decode_ms: Option<f64>) -> Option<f64> {
     let (n, ms) = (completion_tokens?, decode_ms?);
-    if n < 2 || !(ms > 0.0) {
+    // NaN is refused too: it is neither above nor below zero.
+    if n < 2 || ms.is_nan() || ms <= 0.0 {
         return None;
     }
     plausible((n - 1) as f64 / (ms / 1e3))
@@ -85,7 +86,7 @@ pub fn decode_tps(completion_tokens: Option<u64>, decode_ms: Option<f64>) -> Opt
 /// finite or beyond [`MAX_TPS`].
 pub fn prefill_tps(prompt_tokens: Option<u64>, ttft_ms: Option<f64>) -> Option<f64> {
     let (n, ms) = (prompt_tokens?, ttft_ms?);
-    if !(ms > 0.0) {
+    if ms.is_nan() || ms <= 0.0 {
         return None;
     }
     plausible(n as f64 / (ms / 1e3))

@@ -408,6 +408,41 @@ impl Preset {
     }
 }
 
+/// Every resolved value of a preset, each with where it came from (`benchpass plan presets
+/// --json`): what the plan gets when it names the preset and sets nothing else.
+pub fn describe(preset: &Preset) -> serde_json::Value {
+    use serde_json::json;
+    let version = match preset.version {
+        VersionFrom::Endpoint { path, pointer } => json!({"endpoint": path, "pointer": pointer}),
+        VersionFrom::Command { arg } => json!({"command": ["<engine executable>", arg]}),
+        VersionFrom::Program { program, args } => json!({"command": std::iter::once(program).chain(args.iter().copied()).collect::<Vec<_>>()}),
+    };
+    let draft_counters = match preset.draft_counters {
+        DraftCounters::None => serde_json::Value::Null,
+        DraftCounters::Prometheus { drafted, accepted } => json!({"prometheus": {"drafted": drafted, "accepted": accepted}}),
+        DraftCounters::FinalChunk { object, drafted, accepted } => json!({"final_chunk": {"object": object, "drafted": drafted, "accepted": accepted}}),
+        DraftCounters::LogOnly { file, marker } => json!({"log": {"file": file, "marker": marker}}),
+    };
+    let ignore_eos = match preset.ignore_eos {
+        IgnoreEos::Field => "field",
+        IgnoreEos::LogitBias => "logit-bias",
+        IgnoreEos::Unsupported => "unsupported",
+    };
+    json!({
+        "name": preset.name,
+        "health_path": preset.health_path,
+        "loads_lazily": preset.loads_lazily,
+        "version": version,
+        "kv_cache_dirs": preset.kv_cache_dirs,
+        "metrics_path": preset.metrics_path,
+        "request_extra": preset.request_extra.iter().map(|(k, v)| (k.to_string(), serde_json::from_str(v).unwrap_or(json!(v)))).collect::<serde_json::Map<_, _>>(),
+        "ignore_eos": ignore_eos,
+        "draft_counters": draft_counters,
+        "sources": preset.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "assumed": preset.assumed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,39 +528,4 @@ mod tests {
         std::fs::write(&sibling, "").unwrap();
         assert_eq!(program.argv(Some(&server)).unwrap(), vec![sibling.display().to_string(), "--version".to_owned()]);
     }
-}
-
-/// Every resolved value of a preset, each with where it came from (`benchpass plan presets
-/// --json`): what the plan gets when it names the preset and sets nothing else.
-pub fn describe(preset: &Preset) -> serde_json::Value {
-    use serde_json::json;
-    let version = match preset.version {
-        VersionFrom::Endpoint { path, pointer } => json!({"endpoint": path, "pointer": pointer}),
-        VersionFrom::Command { arg } => json!({"command": ["<engine executable>", arg]}),
-        VersionFrom::Program { program, args } => json!({"command": std::iter::once(program).chain(args.iter().copied()).collect::<Vec<_>>()}),
-    };
-    let draft_counters = match preset.draft_counters {
-        DraftCounters::None => serde_json::Value::Null,
-        DraftCounters::Prometheus { drafted, accepted } => json!({"prometheus": {"drafted": drafted, "accepted": accepted}}),
-        DraftCounters::FinalChunk { object, drafted, accepted } => json!({"final_chunk": {"object": object, "drafted": drafted, "accepted": accepted}}),
-        DraftCounters::LogOnly { file, marker } => json!({"log": {"file": file, "marker": marker}}),
-    };
-    let ignore_eos = match preset.ignore_eos {
-        IgnoreEos::Field => "field",
-        IgnoreEos::LogitBias => "logit-bias",
-        IgnoreEos::Unsupported => "unsupported",
-    };
-    json!({
-        "name": preset.name,
-        "health_path": preset.health_path,
-        "loads_lazily": preset.loads_lazily,
-        "version": version,
-        "kv_cache_dirs": preset.kv_cache_dirs,
-        "metrics_path": preset.metrics_path,
-        "request_extra": preset.request_extra.iter().map(|(k, v)| (k.to_string(), serde_json::from_str(v).unwrap_or(json!(v)))).collect::<serde_json::Map<_, _>>(),
-        "ignore_eos": ignore_eos,
-        "draft_counters": draft_counters,
-        "sources": preset.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "assumed": preset.assumed,
-    })
 }

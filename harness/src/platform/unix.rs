@@ -39,9 +39,9 @@ pub fn raise_open_file_limit() -> Option<u64> {
     // macOS refuses a soft limit above OPEN_MAX (10240) even when the hard limit is unlimited.
     let wanted = hard.min(if cfg!(target_os = "macos") { 10_240 } else { 65_536 });
     if wanted > soft && setrlimit(Resource::RLIMIT_NOFILE, wanted, hard).is_ok() {
-        return Some(wanted as u64);
+        return Some(wanted);
     }
-    Some(soft as u64)
+    Some(soft)
 }
 
 pub fn process_cpu_seconds() -> Option<f64> {
