@@ -112,17 +112,12 @@ fn toolchain(cache: &Path) -> anyhow::Result<PathBuf> {
     }
     step("apt-get update");
     sh(Command::new("apt-get").args(["update", "-qq"]), "apt-get update")?;
-    if !output(Command::new("apt-cache").args(["policy", "rustc-web"]))?.contains("-security") {
-        // bookworm's own rustc-web is 1.85, older than what Cargo.lock needs; the security
-        // suite carries the current one.
-        step("adding Debian's bookworm-security suite to apt's sources");
-        std::fs::write(
-            "/etc/apt/sources.list.d/benchpass-bookworm-security.list",
-            "deb http://deb.debian.org/debian-security bookworm-security main\n",
-        )
-        .context("could not add bookworm-security to apt's sources (run as root)")?;
-        sh(Command::new("apt-get").args(["update", "-qq"]), "apt-get update")?;
-    }
+    // bookworm's own rustc-web is 1.85, older than what Cargo.lock needs; the security suite
+    // carries the current one, and Debian images list it among their sources.
+    anyhow::ensure!(
+        output(Command::new("apt-cache").args(["policy", "rustc-web"]))?.contains("-security"),
+        "apt offers no rustc-web from bookworm-security: add Debian's security suite (bookworm-security main) to apt's sources"
+    );
     let version = candidate("rustc-web")?;
     // "1.96.0+dfsg1-1~deb12u2" → "1.96": the name of the package with librustc_driver.
     let minor: String = version.split('.').take(2).collect::<Vec<_>>().join(".");

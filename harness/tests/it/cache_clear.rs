@@ -3,7 +3,6 @@
 //! a link while the pass runs. Each case runs the real binary on a real plan.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use harness::pass::{read_pass, PassStatus};
 
@@ -39,7 +38,8 @@ fn sim_start() -> String {
     r#""{benchpass}", "sim", "--port", "{port}", "--model", "{model}", "--decode-tps", "2000""#.to_owned()
 }
 
-fn with_home(home: &Path, args: &[&str]) -> Output {
+#[cfg(unix)]
+fn with_home(home: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(BENCHPASS).args(args).env("HOME", home).output().unwrap()
 }
 

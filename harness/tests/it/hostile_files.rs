@@ -105,6 +105,7 @@ fn formulas_are_exported_as_they_are_for_tools_and_neutralised_for_spreadsheets(
 }
 
 /// A file outside the pass folder, to show it was not touched.
+#[cfg(unix)]
 fn precious(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let file = dir.join("precious.txt");
