@@ -115,14 +115,7 @@ pub fn listener_of(url: &str) -> Option<Listener> {
 mod tests {
     use super::*;
 
-    /// A child running `script`, once it has printed its first line (returned).
-    fn python(script: &str) -> (std::process::Child, String) {
-        let mut child =
-            std::process::Command::new("python3").args(["-c", script]).stdout(std::process::Stdio::piped()).spawn().expect("python3 runs");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        (child, line)
-    }
+    use crate::platform::test_child::python;
 
     #[test]
     fn a_listener_on_loopback_is_found_and_a_remote_host_is_not() {

@@ -141,14 +141,7 @@ fn owners_of(inodes: &[u64]) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    /// A child running `script`, once it has printed its first line (returned).
-    fn python(script: &str) -> (std::process::Child, String) {
-        let mut child =
-            std::process::Command::new("python3").args(["-c", script]).stdout(std::process::Stdio::piped()).spawn().expect("python3 runs");
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
-        (child, line)
-    }
+    use crate::platform::test_child::python;
 
     #[test]
     fn a_child_process_is_counted_in_the_tree_both_ways() {

@@ -150,3 +150,16 @@ pub fn group_alive(leader: u32) -> bool {
     #[cfg(not(unix))]
     return start_time(leader).is_some();
 }
+
+/// For tests that need a real child process to measure.
+#[cfg(test)]
+pub(crate) mod test_child {
+    /// A child running `script`, once it has printed its first line (returned).
+    pub fn python(script: &str) -> (std::process::Child, String) {
+        let mut child =
+            std::process::Command::new("python3").args(["-c", script]).stdout(std::process::Stdio::piped()).spawn().expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        (child, line)
+    }
+}

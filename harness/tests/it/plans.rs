@@ -349,18 +349,7 @@ fn a_pass_killed_mid_cell_resumes_without_repeating_a_run() {
     let text = std::fs::read_to_string(&plan).unwrap().replacen("\"--decode-tps\", \"2000\"]", "\"--decode-tps\", \"200\"]", 1);
     std::fs::write(&plan, text).unwrap();
     let out = tmp.path().join("pass");
-    let mut child = std::process::Command::new(BENCHPASS)
-        .args(["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", out.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let runs = out.join(harness::pass::RUNS_FILE);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_to_string(&runs).map_or(true, |t| t.lines().count() < 4) {
-        assert!(std::time::Instant::now() < deadline, "no 4 runs in 60 s");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut child = start_plan_until_runs(&plan, &out, 4);
     // kill -9: no cleanup at all, the engine it started is left running.
     child.kill().unwrap();
     child.wait().unwrap();

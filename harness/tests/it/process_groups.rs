@@ -6,7 +6,6 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use harness::pass::{read_pass, PassStatus};
 
@@ -69,18 +68,7 @@ fn an_orphan_started_through_a_script_is_recognised_and_stopped_on_resume() {
     // 64 tokens at 100 tok/s: 0.64 s a run, 6 runs; the kill lands after the first.
     let plan = plan(tmp.path(), &format!(r#""{}", "{{port}}", "100""#, script.display()), port, 6);
     let out = tmp.path().join("pass");
-    let mut child = std::process::Command::new(BENCHPASS)
-        .args(["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", out.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let runs = out.join(harness::pass::RUNS_FILE);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(&runs).map_or(true, |t| t.lines().count() < 1) {
-        assert!(Instant::now() < deadline, "no run in 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = start_plan_until_runs(&plan, &out, 1);
     // kill -9: the shell and the server under it are left running, holding the port.
     child.kill().unwrap();
     child.wait().unwrap();

@@ -85,6 +85,24 @@ pub fn run_pass(sim: &Sim, dir: &Path, args: &[&str]) -> Pass {
     read_pass(dir).expect("the pass reads back")
 }
 
+/// Starts `benchpass run PLAN --gap-scale 0 --out OUT` quietly and returns it once `n_runs`
+/// runs are on disk (at most 60 s), for a test to kill it there.
+pub fn start_plan_until_runs(plan: &Path, out: &Path, n_runs: usize) -> Child {
+    let child = Command::new(BENCHPASS)
+        .args(["run", plan.to_str().unwrap(), "--gap-scale", "0", "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = out.join(harness::pass::RUNS_FILE);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&runs).map_or(true, |t| t.lines().count() < n_runs) {
+        assert!(std::time::Instant::now() < deadline, "no {n_runs} runs in 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}
+
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
