@@ -261,11 +261,9 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             (dir, info, writer, std::collections::HashSet::new(), std::collections::HashMap::new())
         }
     };
-    // What a KV-cache clear must never reach, besides the home and working folders.
-    let protected = kv_cache::Protected::machine()
-        .with_above(&plan_dir, "the plan's folder")
-        .with_whole(&dir, "this pass's folder")
-        .with_above(dir.parent().unwrap_or(&dir), "the folder holding this pass");
+    // What a KV-cache clear must never reach, besides the home and working folders ("whole":
+    // the pass folder, everything above it, so the folder holding the passes, and inside it).
+    let protected = kv_cache::Protected::machine().with_above(&plan_dir, "the plan's folder").with_whole(&dir, "this pass's folder");
     let visits = schedule(plan, cell_list.len());
     let is_done = |cell_id: &str, slot: &Slot| done.contains(&(cell_id.to_owned(), slot.step.workload, slot.step.target_prompt_tokens, slot.rep, slot.warmup));
     let total_runs = visits
