@@ -6,13 +6,6 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-const HEADER: &str = "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,\
-target_prompt_tokens,prompt_tokens,max_tokens,completion_tokens,ttft_ms,decode_ms,finish_reason,warmup,rep,\
-error,token_count_source";
-
-fn import(csv: &Path, out: &Path) -> std::process::Output {
-    benchpass(&["import", csv.to_str().unwrap(), "--out", out.to_str().unwrap()])
-}
 
 #[test]
 fn a_hash_that_is_not_a_sha256_is_refused_on_import_and_nothing_is_written() {
@@ -30,29 +23,25 @@ fn a_hash_that_is_not_a_sha256_is_refused_on_import_and_nothing_is_written() {
         std::fs::write(
             &csv,
             format!(
-                "{HEADER}\n\
+                "{RUNS_CSV_HEADER}\n\
                  a,mac,e,1,{good},m,{good},text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n\
                  a,mac,e,1,{engine_sha256},m,{build_sha256},text,sustained,0,30,256,256,120.5,4000,length,false,1,,usage\n"
             ),
         )
         .unwrap();
         let out = tmp.path().join("passes");
-        let output = import(&csv, &out);
-        assert!(!output.status.success(), "{column} = {found} was imported");
-        let stderr = String::from_utf8_lossy(&output.stderr);
         let expected = format!("hostile.csv:3: column `{column}`: expected 64 hex characters (a SHA-256), found `{found}`");
-        assert!(stderr.contains(&expected), "{stderr}");
-        assert!(!out.join("a").exists(), "nothing is written from a file with errors");
+        assert_import_refused(&csv, &out, &expected);
     }
 
     // Empty (not hashed) and 64 lowercase hex characters are what benchpass writes: imported.
     let csv = tmp.path().join("fine.csv");
     std::fs::write(
         &csv,
-        format!("{HEADER}\na,mac,e,1,,m,{good},text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n"),
+        format!("{RUNS_CSV_HEADER}\na,mac,e,1,,m,{good},text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n"),
     )
     .unwrap();
-    let output = import(&csv, &tmp.path().join("passes"));
+    let output = import_csv(&csv, &tmp.path().join("passes"));
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
 
@@ -64,14 +53,14 @@ fn formulas_are_exported_as_they_are_for_tools_and_neutralised_for_spreadsheets(
     std::fs::write(
         &csv,
         format!(
-            "{HEADER}\n\
+            "{RUNS_CSV_HEADER}\n\
              p1,@mac,\"=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",-beta,,+model,,text,sustained,0,30,256,256,120.5,4000,=length,false,0,,usage\n\
              p1,@mac,\"=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",-beta,,+model,,text,sustained,0,30,256,256,121.5,4100,=length,false,1,,usage\n"
         ),
     )
     .unwrap();
     let passes = tmp.path().join("passes");
-    let output = import(&csv, &passes);
+    let output = import_csv(&csv, &passes);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let pass = passes.join("p1");
 
@@ -81,7 +70,7 @@ fn formulas_are_exported_as_they_are_for_tools_and_neutralised_for_spreadsheets(
     let text = std::fs::read_to_string(&first).unwrap();
     assert!(text.contains("p1,@mac,\"=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",-beta,,+model,,text,sustained,0,30,256,256,120.500,4000.000,=length,"), "{text}");
     let again = tmp.path().join("again");
-    assert!(import(&first, &again).status.success());
+    assert!(import_csv(&first, &again).status.success());
     let second = tmp.path().join("second.csv");
     assert!(benchpass(&["export", again.join("p1").to_str().unwrap(), "--out", second.to_str().unwrap()]).status.success());
     assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&second).unwrap(), "export → import → export");
@@ -91,14 +80,14 @@ fn formulas_are_exported_as_they_are_for_tools_and_neutralised_for_spreadsheets(
     let output = benchpass(&["export", pass.to_str().unwrap(), "--out", sheet.to_str().unwrap(), "--for-spreadsheet"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = std::fs::read_to_string(&sheet).unwrap();
-    assert_eq!(text.lines().next().unwrap(), HEADER, "the same columns, in the same order");
+    assert_eq!(text.lines().next().unwrap(), RUNS_CSV_HEADER, "the same columns, in the same order");
     assert!(
         text.contains("p1,'@mac,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-beta,,'+model,,text,sustained,0,30,256,256,120.500,4000.000,'=length,false,0,,usage"),
         "{text}"
     );
     // Importing it keeps the `'`: nothing is guessed.
     let from_sheet = tmp.path().join("from-sheet");
-    assert!(import(&sheet, &from_sheet).status.success());
+    assert!(import_csv(&sheet, &from_sheet).status.success());
     let read = harness::pass::read_pass(&from_sheet.join("p1")).unwrap();
     assert_eq!(read.info.cells[0].engine.version, "'-beta");
     assert_eq!(read.info.machine.name, "'@mac");
@@ -126,8 +115,8 @@ fn a_link_planted_at_the_pass_json_temporary_is_removed_not_followed() {
 
     // `benchpass import` writes pass.json through that temporary.
     let csv = tmp.path().join("runs.csv");
-    std::fs::write(&csv, format!("{HEADER}\np1,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n")).unwrap();
-    let output = import(&csv, &passes);
+    std::fs::write(&csv, format!("{RUNS_CSV_HEADER}\np1,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n")).unwrap();
+    let output = import_csv(&csv, &passes);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), "precious", "the link's target is left whole");
     assert!(std::fs::symlink_metadata(&temporary).is_err(), "the link is gone (removed, then the temporary renamed)");

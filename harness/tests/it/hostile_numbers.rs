@@ -11,13 +11,6 @@ use harness::pass::read_pass;
 use crate::hostile::{models, respond, stream_head, Hostile};
 use crate::support::*;
 
-const HEADER: &str = "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,\
-target_prompt_tokens,prompt_tokens,max_tokens,completion_tokens,ttft_ms,decode_ms,finish_reason,warmup,rep,\
-error,token_count_source";
-
-fn import(csv: &Path, out: &Path) -> std::process::Output {
-    benchpass(&["import", csv.to_str().unwrap(), "--out", out.to_str().unwrap()])
-}
 
 #[test]
 fn impossible_times_and_counts_in_a_runs_csv_are_refused_with_file_and_line() {
@@ -37,33 +30,28 @@ fn impossible_times_and_counts_in_a_runs_csv_are_refused_with_file_and_line() {
         std::fs::write(
             &csv,
             format!(
-                "{HEADER}\n\
+                "{RUNS_CSV_HEADER}\n\
                  a,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n\
                  a,mac,e,1,,m,,text,sustained,0,30,256,{row},length,false,1,,usage\n"
             ),
         )
         .unwrap();
         let out = tmp.path().join("passes");
-        let output = import(&csv, &out);
-        assert!(!output.status.success(), "{column} = {found} was imported");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let message = format!("hostile.csv:3: column `{column}`: expected {expected}, found `{found}`");
-        assert!(stderr.contains(&message), "{stderr}");
-        assert!(!out.join("a").exists(), "nothing is written from a file with errors");
+        assert_import_refused(&csv, &out, &format!("hostile.csv:3: column `{column}`: expected {expected}, found `{found}`"));
     }
     // 1 µs, 0 (every token in one event) and 30 days are what a measurement can hold.
     let csv = tmp.path().join("edge.csv");
     std::fs::write(
         &csv,
         format!(
-            "{HEADER}\n\
+            "{RUNS_CSV_HEADER}\n\
              a,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,0.001,length,false,0,,usage\n\
              a,mac,e,1,,m,,text,sustained,0,30,256,256,0,0,length,false,1,,usage\n\
              a,mac,e,1,,m,,text,sustained,0,30,256,4294967296,2592000000,2592000000,length,false,2,,usage\n"
         ),
     )
     .unwrap();
-    let output = import(&csv, &tmp.path().join("passes"));
+    let output = import_csv(&csv, &tmp.path().join("passes"));
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
 
@@ -74,14 +62,14 @@ fn an_impossible_run_in_runs_jsonl_is_refused_with_its_line() {
     std::fs::write(
         &csv,
         format!(
-            "{HEADER}\n\
+            "{RUNS_CSV_HEADER}\n\
              a,mac,e,1,,m,,text,sustained,0,30,256,256,120.5,4000,length,false,0,,usage\n\
              a,mac,e,1,,m,,text,sustained,0,30,256,256,121.5,4000,length,false,1,,usage\n"
         ),
     )
     .unwrap();
     let out = tmp.path().join("passes");
-    assert!(import(&csv, &out).status.success());
+    assert!(import_csv(&csv, &out).status.success());
     let dir = out.join("a");
     let runs = dir.join("runs.jsonl");
     let good = std::fs::read_to_string(&runs).unwrap();

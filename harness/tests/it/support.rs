@@ -103,6 +103,26 @@ pub fn start_plan_until_runs(plan: &Path, out: &Path, n_runs: usize) -> Child {
     child
 }
 
+/// The runs CSV's columns, in their order (docs/raw-format.md).
+pub const RUNS_CSV_HEADER: &str = "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,\
+target_prompt_tokens,prompt_tokens,max_tokens,completion_tokens,ttft_ms,decode_ms,finish_reason,warmup,rep,\
+error,token_count_source";
+
+/// `benchpass import CSV --out OUT`.
+pub fn import_csv(csv: &Path, out: &Path) -> Output {
+    benchpass(&["import", csv.to_str().unwrap(), "--out", out.to_str().unwrap()])
+}
+
+/// Imports `csv` and checks it was refused with `message` (file:line, column, what was
+/// expected and found) and that nothing was written (its pass `a` does not exist).
+pub fn assert_import_refused(csv: &Path, out: &Path, message: &str) {
+    let output = import_csv(csv, out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "imported: {message}");
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(!out.join("a").exists(), "nothing is written from a file with errors");
+}
+
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
