@@ -8,7 +8,7 @@ use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::pass::{EventRecord, RunError};
+use crate::pass::{EventRecord, RunError, TokenLogprob, TopLogprob};
 use crate::sse::SseParser;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,50 @@ impl Api {
     }
 }
 
+/// What one request asks about: a prompt (one user message on the chat API), or a whole
+/// conversation with the tools it may call (agent sessions; chat API only).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    Text(String),
+    Conversation { messages: Vec<Value>, tools: Option<Value> },
+}
+
+impl Prompt {
+    /// The text a tokenizer counts when the server gives no usage: the prompt, or every
+    /// message's content and tool-call arguments in order (an approximation: it leaves out the
+    /// chat template and the tool definitions).
+    pub fn text_for_counting(&self) -> String {
+        match self {
+            Prompt::Text(text) => text.clone(),
+            Prompt::Conversation { messages, .. } => {
+                let mut text = String::new();
+                for message in messages {
+                    if let Some(content) = message.get("content").and_then(Value::as_str) {
+                        text.push_str(content);
+                        text.push('\n');
+                    }
+                    for call in message.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                        if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                            text.push_str(args);
+                            text.push('\n');
+                        }
+                    }
+                }
+                text
+            }
+        }
+    }
+
+    /// The bytes the prompt's SHA-256 is taken over: the text, or the conversation and tools
+    /// as JSON.
+    pub fn identity_bytes(&self) -> Vec<u8> {
+        match self {
+            Prompt::Text(text) => text.as_bytes().to_vec(),
+            Prompt::Conversation { messages, tools } => serde_json::to_vec(&json!({"messages": messages, "tools": tools})).unwrap_or_default(),
+        }
+    }
+}
+
 /// Request parameters shared by every run of a pass.
 #[derive(Debug, Clone)]
 pub struct RequestConfig {
@@ -50,7 +94,9 @@ pub struct RequestConfig {
 }
 
 impl RequestConfig {
-    pub fn body(&self, prompt: &str, max_tokens: u64) -> Value {
+    /// The request body. `top_logprobs` asks for each token's logprob and that many
+    /// alternatives (`logprobs: true, top_logprobs: K` on chat, `logprobs: K` on completions).
+    pub fn body(&self, prompt: &Prompt, max_tokens: u64, top_logprobs: Option<u32>) -> Value {
         let mut body = json!({
             "model": self.model,
             "max_tokens": max_tokens,
@@ -58,9 +104,23 @@ impl RequestConfig {
             "stream": true,
             "stream_options": {"include_usage": true},
         });
-        match self.api {
-            Api::Chat => body["messages"] = json!([{"role": "user", "content": prompt}]),
-            Api::Completions => body["prompt"] = json!(prompt),
+        match (self.api, prompt) {
+            (Api::Chat, Prompt::Text(text)) => body["messages"] = json!([{"role": "user", "content": text}]),
+            (Api::Chat, Prompt::Conversation { messages, tools }) => {
+                body["messages"] = json!(messages);
+                if let Some(tools) = tools {
+                    body["tools"] = tools.clone();
+                }
+            }
+            (Api::Completions, prompt) => body["prompt"] = json!(prompt.text_for_counting()),
+        }
+        match (self.api, top_logprobs) {
+            (Api::Chat, Some(k)) => {
+                body["logprobs"] = json!(true);
+                body["top_logprobs"] = json!(k);
+            }
+            (Api::Completions, Some(k)) => body["logprobs"] = json!(k),
+            (_, None) => {}
         }
         if let Some(seed) = self.seed {
             body["seed"] = json!(seed);
@@ -91,6 +151,8 @@ pub struct StreamOutcome {
     pub error: Option<RunError>,
     /// The server's `Retry-After` on a 429 or 503, capped at a minute.
     pub retry_after: Option<Duration>,
+    /// The reply called a tool (a `delta.tool_calls` entry arrived, name-only included).
+    pub tool_call: bool,
 }
 
 fn error(class: &str, message: impl Into<String>) -> Option<RunError> {
@@ -245,6 +307,16 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
     let text = [text_of("/delta/content"), text_of("/text")].concat();
     // Servers disagree on the field name for reasoning text.
     let reasoning = [text_of("/delta/reasoning_content"), text_of("/delta/reasoning")].concat();
+    let tool_calls = choice.and_then(|c| c.pointer("/delta/tool_calls")).and_then(Value::as_array);
+    if tool_calls.is_some_and(|calls| !calls.is_empty()) {
+        outcome.tool_call = true;
+    }
+    let tool_args: String = tool_calls
+        .into_iter()
+        .flatten()
+        .filter_map(|call| call.pointer("/function/arguments").and_then(Value::as_str))
+        .collect();
+    let logprobs = choice.and_then(|c| c.get("logprobs")).map(read_logprobs).unwrap_or_default();
     if let Some(reason) = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str) {
         outcome.finish_reason = Some(reason.to_owned());
     }
@@ -261,7 +333,65 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         let message = err.get("message").and_then(Value::as_str).map_or_else(|| err.to_string(), str::to_owned);
         outcome.error = error("server-error", message);
     }
-    EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning }
+    EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning, tool_args, logprobs }
+}
+
+/// The alternatives kept per token: the API's maximum is 20; a server sending more is cut here
+/// so that one event cannot carry an unbounded list.
+const MAX_ALTERNATIVES: usize = 32;
+
+/// A choice's `logprobs`, in either shape: the chat API's `{content: [{token, logprob, bytes,
+/// top_logprobs: [{token, logprob, bytes}]}]}` (which llama.cpp also sends on completions), or
+/// the legacy completions `{tokens, token_logprobs, top_logprobs: [{token: logprob}]}`.
+/// Entries without a finite logprob are left out.
+fn read_logprobs(logprobs: &Value) -> Vec<TokenLogprob> {
+    let bytes_of = |v: &Value| -> Option<Vec<u8>> {
+        v.get("bytes")?.as_array()?.iter().map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok())).collect()
+    };
+    if let Some(content) = logprobs.get("content").and_then(Value::as_array) {
+        return content
+            .iter()
+            .filter_map(|entry| {
+                let token = entry.get("token")?.as_str()?.to_owned();
+                let logprob = entry.get("logprob")?.as_f64().filter(|l| l.is_finite())?;
+                let top = entry
+                    .get("top_logprobs")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .take(MAX_ALTERNATIVES)
+                    .filter_map(|alt| {
+                        let token = alt.get("token")?.as_str()?.to_owned();
+                        let logprob = alt.get("logprob")?.as_f64().filter(|l| l.is_finite())?;
+                        Some(TopLogprob { token, logprob, bytes: bytes_of(alt) })
+                    })
+                    .collect();
+                Some(TokenLogprob { token, bytes: bytes_of(entry), logprob, top })
+            })
+            .collect();
+    }
+    let (Some(tokens), Some(lps)) = (logprobs.get("tokens").and_then(Value::as_array), logprobs.get("token_logprobs").and_then(Value::as_array)) else {
+        return Vec::new();
+    };
+    let tops = logprobs.get("top_logprobs").and_then(Value::as_array);
+    tokens
+        .iter()
+        .zip(lps)
+        .enumerate()
+        .filter_map(|(i, (token, logprob))| {
+            let token = token.as_str()?.to_owned();
+            let logprob = logprob.as_f64().filter(|l| l.is_finite())?;
+            let top = tops
+                .and_then(|t| t.get(i))
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .take(MAX_ALTERNATIVES)
+                .filter_map(|(token, lp)| Some(TopLogprob { token: token.clone(), logprob: lp.as_f64().filter(|l| l.is_finite())?, bytes: None }))
+                .collect();
+            Some(TokenLogprob { token, bytes: None, logprob, top })
+        })
+        .collect()
 }
 
 /// What one run may hold, so that a server that never stops cannot exhaust memory or disk
@@ -341,6 +471,61 @@ mod tests {
         assert_eq!(retry_after("18446744073709551615"), Some(MAX_RETRY_AFTER));
         assert_eq!(retry_after("Wed, 21 Oct 2026 07:28:00 GMT"), None, "the date form is not honoured");
         assert_eq!(retry_after("-1"), None);
+    }
+
+    #[test]
+    fn tool_call_argument_deltas_are_tokens_and_a_name_only_delta_is_not() {
+        let mut outcome = StreamOutcome::default();
+        let name = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "read_file", "arguments": ""}}]}}]});
+        let event = read_event(&name, 1, 10, &mut outcome);
+        assert!(!event.carries_tokens(), "a name-only delta is not a token");
+        assert!(outcome.tool_call);
+        let args = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}}]});
+        let event = read_event(&args, 2, 10, &mut outcome);
+        assert_eq!(event.tool_args, "{\"path\":");
+        assert!(event.carries_tokens());
+    }
+
+    #[test]
+    fn logprobs_are_read_in_the_chat_and_the_legacy_completions_shape() {
+        let chat = json!({"content": [{"token": " the", "logprob": -0.5, "bytes": [32, 116, 104, 101],
+            "top_logprobs": [{"token": " the", "logprob": -0.5}, {"token": " a", "logprob": -1.25}]}]});
+        let read = read_logprobs(&chat);
+        assert_eq!(read.len(), 1);
+        assert_eq!((read[0].token.as_str(), read[0].logprob, read[0].bytes.as_deref()), (" the", -0.5, Some(&b" the"[..])));
+        assert_eq!(read[0].top[1], TopLogprob { token: " a".into(), logprob: -1.25, bytes: None });
+        let legacy = json!({"tokens": [" x", " y"], "token_logprobs": [-0.1, null], "top_logprobs": [{" x": -0.1, " z": -3.0}, null]});
+        let read = read_logprobs(&legacy);
+        assert_eq!(read.len(), 1, "a token without a logprob is left out");
+        assert_eq!(read[0].top.len(), 2);
+        assert!(read_logprobs(&json!(null)).is_empty());
+    }
+
+    #[test]
+    fn bodies_ask_for_logprobs_per_api_and_carry_a_conversation_with_its_tools() {
+        let config = RequestConfig {
+            api: Api::Chat,
+            model: "m".into(),
+            temperature: 0.0,
+            seed: None,
+            ignore_eos: false,
+            min_tokens: None,
+            extra: None,
+            first_token_timeout: Duration::from_secs(1),
+            idle_timeout: Duration::from_secs(1),
+        };
+        let body = config.body(&Prompt::Text("hi".into()), 8, Some(5));
+        assert_eq!((body["logprobs"].clone(), body["top_logprobs"].clone()), (json!(true), json!(5)));
+        let completions = RequestConfig { api: Api::Completions, ..config.clone() };
+        assert_eq!(completions.body(&Prompt::Text("hi".into()), 8, Some(5))["logprobs"], json!(5));
+        let conversation = Prompt::Conversation {
+            messages: vec![json!({"role": "system", "content": "s"}), json!({"role": "user", "content": "u"})],
+            tools: Some(json!([{"type": "function", "function": {"name": "f"}}])),
+        };
+        let body = config.body(&conversation, 8, None);
+        assert_eq!(body["messages"].as_array().map(Vec::len), Some(2));
+        assert_eq!(body["tools"][0]["function"]["name"], "f");
+        assert!(body.get("logprobs").is_none());
     }
 
     #[test]

@@ -22,3 +22,4 @@ pub mod secrets;
 pub mod sim;
 pub mod sse;
 pub mod tokens;
+pub mod workloads;

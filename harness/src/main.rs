@@ -27,7 +27,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     #[command(subcommand)]
     Plan(PlanCommand),
     Sim(SimArgs),
@@ -112,18 +112,26 @@ struct RunArgs {
     /// Server path: `text`, or e.g. `vision`, `spec` for a lane with speculation.
     #[arg(long, default_value = "text")]
     lane: String,
-    /// Workload name recorded with each run [default: sustained, or prompt-matrix with --prompt-tokens].
+    /// What to run [default: sustained, or prompt-matrix with --prompt-tokens]. `agent` replays
+    /// the shipped coding-agent sessions turn by turn (docs/agent.md); `quality` runs the
+    /// shipped prompts greedily with top-K logprobs, for `cargo xtask quality` (docs/quality.md).
     #[arg(long, value_enum)]
     workload: Option<WorkloadArg>,
-    /// Measured runs per prompt target.
+    /// Agent workload: sessions to replay (each is 10–20 turns; every turn is a run).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::plan::file::MAX_RUNS)))]
+    sessions: Option<u32>,
+    /// Quality workload: alternatives asked for per generated token.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::workloads::quality::MAX_TOP_LOGPROBS)))]
+    top_logprobs: Option<u32>,
+    /// Measured runs per prompt target (quality: runs of each repeated prompt).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::plan::file::MAX_RUNS)))]
     runs: u32,
     /// Warmup runs per prompt target (recorded, marked as warmups).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::plan::file::MAX_RUNS)))]
     warmup: u32,
-    /// Token cap per request.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=harness::plan::file::MAX_TOKENS))]
-    max_tokens: u64,
+    /// Token cap per request [default: 256; 128 for --workload quality].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=harness::plan::file::MAX_TOKENS))]
+    max_tokens: Option<u64>,
     /// Prompt-size target in tokens; repeat for several (e.g. 128, 2048, 8192).
     #[arg(long = "prompt-tokens", value_name = "N", value_parser = clap::value_parser!(u64).range(0..=harness::plan::file::MAX_TOKENS))]
     prompt_tokens: Vec<u64>,
@@ -170,6 +178,8 @@ enum WorkloadArg {
     Sustained,
     PromptMatrix,
     PpTg,
+    Agent,
+    Quality,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -352,8 +362,8 @@ fn presets_text(preset: &serde_json::Value) -> String {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => match args.plan.clone() {
-            Some(plan) => plan_run_command(&plan, args),
-            None => run_command(args),
+            Some(plan) => plan_run_command(&plan, *args),
+            None => run_command(*args),
         },
         Command::Plan(PlanCommand::Check { plan }) => {
             let plan = load_plan(&plan)?;
@@ -489,13 +499,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("give --url and --model (a running server), or a plan file");
     };
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
-    anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
     let workload = match (args.workload, args.prompt_tokens.is_empty()) {
         (None, true) => Workload::Sustained,
         (None, false) => Workload::PromptMatrix,
         (Some(WorkloadArg::Sustained), true) => Workload::Sustained,
         (Some(WorkloadArg::Sustained), false) => anyhow::bail!("--workload sustained takes no --prompt-tokens"),
+        (Some(WorkloadArg::Agent), true) => Workload::Agent,
+        (Some(WorkloadArg::Quality), true) => Workload::Quality,
+        (Some(WorkloadArg::Agent | WorkloadArg::Quality), false) => anyhow::bail!("--workload agent and quality bring their own prompts: drop --prompt-tokens"),
         (Some(_), true) => anyhow::bail!("--workload prompt-matrix and pp-tg need at least one --prompt-tokens N"),
         (Some(WorkloadArg::PromptMatrix), false) => Workload::PromptMatrix,
         (Some(WorkloadArg::PpTg), false) => Workload::PpTg,
@@ -505,8 +517,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             let value: serde_json::Value = serde_json::from_str(text).context("--extra is not valid JSON")?;
             anyhow::ensure!(value.is_object(), "--extra must be a JSON object, e.g. '{{\"reasoning_effort\":\"none\"}}'");
             // These are what benchpass measures by; overriding them would silently change the protocol.
-            const OWN: [&str; 7] = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature"];
-            if let Some(key) = OWN.iter().find(|k| value.get(**k).is_some()) {
+            if let Some(key) = harness::plan::file::OWN_FIELDS.iter().find(|k| value.get(**k).is_some()) {
                 anyhow::bail!("--extra may not set `{key}`: benchpass sets it from its own flags");
             }
             Some(value)
@@ -522,7 +533,21 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         hash_cache: args.hash_cache,
         lane: args.lane,
         family: args.family,
-        steps: harness::runner::steps_for(workload, &args.prompt_tokens, args.runs, args.warmup, args.max_tokens),
+        steps: {
+            anyhow::ensure!(args.sessions.is_none() || workload == Workload::Agent, "--sessions is for --workload agent");
+            anyhow::ensure!(args.top_logprobs.is_none() || workload == Workload::Quality, "--top-logprobs is for --workload quality");
+            let runs = args.sessions.unwrap_or(args.runs);
+            let max_tokens = match (workload, args.max_tokens) {
+                (_, Some(n)) => n,
+                (Workload::Quality, None) => harness::workloads::quality::MAX_TOKENS,
+                (_, None) => 256,
+            };
+            let mut steps = harness::runner::steps_for(workload, &args.prompt_tokens, runs, args.warmup, max_tokens);
+            for step in steps.iter_mut().filter(|s| s.workload == Workload::Quality) {
+                step.top_logprobs = Some(args.top_logprobs.unwrap_or(harness::workloads::quality::DEFAULT_TOP_LOGPROBS));
+            }
+            steps
+        },
         concurrency: args.concurrency,
         api_key_env: args.api_key_env,
         request: RequestConfig {

@@ -1,8 +1,8 @@
 //! The definitions every figure in benchpass is computed by (docs/metrics.md says the same in
 //! words). Pure functions over recorded events, so analysis and the harness cannot disagree.
 //!
-//! - first token: the first event with non-empty content or reasoning text (a role-only event
-//!   is not a token);
+//! - first token: the first event with non-empty content, reasoning text or tool-call
+//!   arguments (a role-only or name-only event is not a token);
 //! - `ttft_ms` = first token − request start;
 //! - `decode_ms` = last token event − first token event;
 //! - decode tok/s = (completion_tokens − 1) / decode seconds: the first token belongs to
@@ -92,12 +92,31 @@ pub fn prefill_tps(prompt_tokens: Option<u64>, ttft_ms: Option<f64>) -> Option<f
     plausible(n as f64 / (ms / 1e3))
 }
 
+/// Prompt tokens the engine served from its prefix cache, as it says: usage
+/// `prompt_tokens_details.cached_tokens` (OpenAI, vLLM, SGLang), else llama.cpp's
+/// `timings.cache_n`. `None` when it says neither (never guessed), or a count past
+/// [`MAX_COUNT`].
+pub fn cached_prompt_tokens(usage: Option<&serde_json::Value>, timings: Option<&serde_json::Value>) -> Option<u64> {
+    let from_usage = usage.and_then(|u| u.pointer("/prompt_tokens_details/cached_tokens")).and_then(serde_json::Value::as_u64);
+    let from_timings = || timings.and_then(|t| t.get("cache_n")).and_then(serde_json::Value::as_u64);
+    from_usage.or_else(from_timings).filter(|&n| n <= MAX_COUNT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn cached_tokens_come_from_usage_then_timings_and_are_never_guessed() {
+        let usage = serde_json::json!({"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 64}});
+        let timings = serde_json::json!({"cache_n": 32});
+        assert_eq!(cached_prompt_tokens(Some(&usage), Some(&timings)), Some(64));
+        assert_eq!(cached_prompt_tokens(Some(&serde_json::json!({"prompt_tokens": 100})), Some(&timings)), Some(32));
+        assert_eq!(cached_prompt_tokens(Some(&serde_json::json!({"prompt_tokens": 100})), None), None);
+    }
+
     fn event(t_ms: u64, text: &str) -> EventRecord {
-        EventRecord { t_ns: t_ms * 1_000_000, bytes: 0, text: text.to_owned(), reasoning: String::new() }
+        EventRecord { t_ns: t_ms * 1_000_000, text: text.to_owned(), ..EventRecord::default() }
     }
 
     #[test]

@@ -203,8 +203,8 @@ fn describe(run: &RunRecord) -> String {
 pub fn job_name(workload: crate::pass::Workload, target: u64, warmup: bool, rep: u32) -> String {
     let kind = if warmup { "warmup" } else { "rep" };
     match workload {
-        crate::pass::Workload::Sustained | crate::pass::Workload::Soak => format!("{} {kind} {rep}", workload.as_str()),
-        _ => format!("{} {target} {kind} {rep}", workload.as_str()),
+        w if w.has_prompt_targets() => format!("{} {target} {kind} {rep}", workload.as_str()),
+        _ => format!("{} {kind} {rep}", workload.as_str()),
     }
 }
 

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use futures_util::StreamExt as _;
 use sha2::{Digest, Sha256};
 
-use crate::client::{stream_request, RequestConfig, StreamOutcome};
+use crate::client::{stream_request, Prompt, RequestConfig, StreamOutcome};
 use crate::corpus;
 use crate::metrics;
 use crate::pass::*;
@@ -60,16 +60,43 @@ pub struct Job {
     pub ignore_eos: bool,
     pub rep: u32,
     pub warmup: bool,
-    pub prompt: Arc<String>,
+    pub prompt: Arc<Prompt>,
+    /// Agent workload: jobs of one session run in order, one after another; sessions run
+    /// side by side up to the concurrency.
+    pub session: Option<u32>,
+    pub turn: Option<u32>,
+    /// The shipped trace or prompt the job came from.
+    pub prompt_id: Option<String>,
+    /// Quality workload: ask for the top-K logprobs of every token.
+    pub top_logprobs: Option<u32>,
+}
+
+impl Job {
+    /// A job of a workload whose prompt is one text, nothing else about it.
+    pub fn text(workload: Workload, target: u64, max_tokens: u64, rep: u32, warmup: bool, prompt: String) -> Job {
+        Job {
+            workload,
+            target,
+            max_tokens,
+            ignore_eos: false,
+            rep,
+            warmup,
+            prompt: Arc::new(Prompt::Text(prompt)),
+            session: None,
+            turn: None,
+            prompt_id: None,
+            top_logprobs: None,
+        }
+    }
 }
 
 /// The steps of a command-line pass: one per prompt target (one target, 0, for sustained),
 /// each with the same runs, warmups and cap.
 pub fn steps_for(workload: Workload, targets: &[u64], runs: u32, warmup: u32, max_tokens: u64) -> Vec<Step> {
-    let targets = if workload == Workload::Sustained { &[0][..] } else { targets };
+    let targets = if workload.has_prompt_targets() { targets } else { &[0][..] };
     targets
         .iter()
-        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false, duration_s: None })
+        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false, duration_s: None, top_logprobs: None })
         .collect()
 }
 
@@ -281,9 +308,11 @@ pub async fn run_jobs(
     // Warmups finish before measured runs start, step by step.
     let phases = jobs.chunk_by(|a, b| (a.workload, a.target, a.warmup) == (b.workload, b.target, b.warmup));
     for phase in phases {
-        let mut runs = futures_util::stream::iter(phase)
-            .map(|job| run_one(target, job))
-            .buffer_unordered(target.concurrency as usize);
+        // A chain runs its jobs one after another: a session's turns, or one job alone.
+        let chains = phase.chunk_by(|a, b| a.session.is_some() && a.session == b.session);
+        let mut runs = futures_util::stream::iter(chains)
+            .map(|chain| Box::pin(futures_util::stream::iter(chain).then(|job| run_one(target, job))))
+            .flatten_unordered(target.concurrency as usize);
         loop {
             tokio::select! {
                 biased;
@@ -462,8 +491,18 @@ pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client,
     for &Slot { step, rep, warmup } in slots {
         let prompt = match step.workload {
             Workload::Sustained | Workload::Soak => corpus::SUSTAINED_PROMPT.to_owned(),
+            // A slot is a whole session, or a round of the quality prompts: several jobs.
+            Workload::Agent | Workload::Quality => {
+                let own = match step.workload {
+                    Workload::Agent => crate::workloads::agent::jobs(&step, rep, warmup),
+                    _ => crate::workloads::quality::jobs(&step, rep, warmup),
+                };
+                let own = own.with_context(|| format!("the {} workload", step.workload.as_str()))?;
+                jobs.extend(own.into_iter().map(|job| Job { ignore_eos: ignore_eos || step.ignore_eos, ..job }));
+                continue;
+            }
             // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
-            _ => {
+            Workload::PromptMatrix | Workload::PpTg => {
                 let excerpt_index = if warmup { step.runs.saturating_add(rep) } else { rep };
                 let target = step.target_prompt_tokens;
                 cut_prompt(target, excerpt_index, http, counter)
@@ -472,13 +511,8 @@ pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client,
             }
         };
         jobs.push(Job {
-            workload: step.workload,
-            target: step.target_prompt_tokens,
-            max_tokens: step.max_tokens,
             ignore_eos: ignore_eos || step.ignore_eos,
-            rep,
-            warmup,
-            prompt: Arc::new(prompt),
+            ..Job::text(step.workload, step.target_prompt_tokens, step.max_tokens, rep, warmup, prompt)
         });
     }
     Ok(jobs)
@@ -507,7 +541,7 @@ async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, cou
 }
 
 async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
-    let mut body = target.request.body(&job.prompt, job.max_tokens);
+    let mut body = target.request.body(&job.prompt, job.max_tokens, job.top_logprobs);
     if job.ignore_eos {
         if target.send_ignore_eos {
             body["ignore_eos"] = serde_json::Value::Bool(true);
@@ -548,7 +582,10 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         tokio::time::sleep(wait).await;
     }
     let times = metrics::event_times(&outcome.events);
-    let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt, job.max_tokens, &outcome).await;
+    let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt.text_for_counting(), job.max_tokens, &outcome).await;
+    let cached_prompt_tokens = metrics::cached_prompt_tokens(outcome.usage.as_ref(), outcome.timings.as_ref());
+    // Said only where it can be: a run that failed before any event says nothing either way.
+    let tool_call = (job.workload == Workload::Agent && !outcome.events.is_empty()).then_some(outcome.tool_call);
     RunRecord {
         cell: target.cell_id.to_owned(),
         workload: job.workload,
@@ -558,7 +595,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         max_tokens: job.max_tokens,
         concurrency: target.concurrency,
         started_unix_ms,
-        prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.as_bytes()))),
+        prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.identity_bytes()))),
         prompt_tokens,
         completion_tokens,
         token_count_source: source,
@@ -573,6 +610,12 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         thermal_pressure: thermal_before.max(thermal_after),
         usage: outcome.usage,
         timings: outcome.timings,
+        session: job.session,
+        turn: job.turn,
+        prompt_id: job.prompt_id.clone(),
+        cached_prompt_tokens,
+        tool_call,
+        top_logprobs: job.top_logprobs,
         events: outcome.events,
     }
 }

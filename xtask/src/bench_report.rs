@@ -65,7 +65,7 @@ fn twelve_cell_pass() -> Pass {
                 let ttft_ns = (20.0 + target as f64 / 2.0) as u64 * 1_000_000;
                 let step_ns = (1e9 / (rate * (1.0 + 0.01 * rep as f64))) as u64;
                 let events: Vec<EventRecord> = (0..256)
-                    .map(|i| EventRecord { t_ns: ttft_ns + i * step_ns, bytes: 120, text: " word".to_owned(), reasoning: String::new() })
+                    .map(|i| EventRecord { t_ns: ttft_ns + i * step_ns, bytes: 120, text: " word".to_owned(), ..EventRecord::default() })
                     .collect();
                 runs.push(RunRecord {
                     prompt_sha256: Some(format!("{c}-{target}-{rep}")),

@@ -205,6 +205,9 @@ pub struct Step {
     /// in the schedule, not a count to reach).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<u64>,
+    /// A quality step asks for this many alternatives per token (`top_logprobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -215,10 +218,17 @@ pub enum Workload {
     PpTg,
     /// Continuous sustained runs for hours, the engine's memory sampled throughout.
     Soak,
+    /// Multi-turn coding-agent sessions replayed from shipped traces (docs/agent.md): each
+    /// turn is a run, every request resends the conversation so far.
+    Agent,
+    /// Greedy runs over shipped prompts with the top-K logprobs of every token, compared
+    /// with a reference cell's (docs/quality.md).
+    Quality,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg, Workload::Soak];
+    pub const ALL: [Workload; 6] =
+        [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg, Workload::Soak, Workload::Agent, Workload::Quality];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -226,11 +236,19 @@ impl Workload {
             Workload::PromptMatrix => "prompt-matrix",
             Workload::PpTg => "pp-tg",
             Workload::Soak => "soak",
+            Workload::Agent => "agent",
+            Workload::Quality => "quality",
         }
     }
 
     pub fn parse(s: &str) -> Option<Workload> {
         Workload::ALL.into_iter().find(|w| w.as_str() == s)
+    }
+
+    /// Whether its steps are prompt-size targets (else its prompts are its own: the sustained
+    /// prompt, shipped traces or shipped prompts, and its target is 0).
+    pub fn has_prompt_targets(self) -> bool {
+        matches!(self, Workload::PromptMatrix | Workload::PpTg)
     }
 }
 
@@ -328,6 +346,25 @@ pub struct RunRecord {
     /// The server's `timings` object (llama.cpp), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<Value>,
+    /// Agent workload: which session of the step (0-based) and which turn of it (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Agent and quality workloads: the shipped trace or prompt the request came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_id: Option<String>,
+    /// Prompt tokens the engine says it served from its prefix cache (usage
+    /// `prompt_tokens_details.cached_tokens`, else llama.cpp's `timings.cache_n`); absent where
+    /// the engine says nothing, never guessed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
+    /// Agent workload: whether the reply was a tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<bool>,
+    /// Quality workload: the number of alternatives asked for per token (`top_logprobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u32>,
     /// Every SSE event that carried a JSON payload, in arrival order; empty for imported runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventRecord>,
@@ -345,7 +382,7 @@ pub struct RunError {
     pub message: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
     /// Arrival on the monotonic clock, nanoseconds after the request was sent.
     pub t_ns: u64,
@@ -355,12 +392,40 @@ pub struct EventRecord {
     pub text: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
+    /// A streamed tool call's argument text (`delta.tool_calls[].function.arguments`); a
+    /// name-only delta carries none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tool_args: String,
+    /// The logprobs of the tokens this event carried, where they were asked for and given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<TokenLogprob>,
+}
+
+/// One generated token with its logprob and the top alternatives the server gave for its
+/// position (the chosen token among them when the server includes it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Vec<u8>>,
+    pub logprob: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<TopLogprob>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopLogprob {
+    pub token: String,
+    pub logprob: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<Vec<u8>>,
 }
 
 impl EventRecord {
-    /// A token event carries text or reasoning text; a role-only or finish event does not.
+    /// A token event carries text, reasoning text or tool-call arguments; a role-only, name-only
+    /// or finish event does not.
     pub fn carries_tokens(&self) -> bool {
-        !self.text.is_empty() || !self.reasoning.is_empty()
+        !self.text.is_empty() || !self.reasoning.is_empty() || !self.tool_args.is_empty()
     }
 }
 
@@ -398,6 +463,12 @@ impl RunRecord {
             thermal_pressure: None,
             usage: None,
             timings: None,
+            session: None,
+            turn: None,
+            prompt_id: None,
+            cached_prompt_tokens: None,
+            tool_call: None,
+            top_logprobs: None,
             events: vec![],
         }
     }
@@ -416,6 +487,7 @@ impl RunRecord {
         for event in events {
             hasher.update(event.reasoning.as_bytes());
             hasher.update(event.text.as_bytes());
+            hasher.update(event.tool_args.as_bytes());
         }
         Some(crate::provenance::hex(&hasher.finalize()))
     }

@@ -154,12 +154,16 @@ pub struct WorkloadSpec {
     pub runs: u32,
     #[serde(default)]
     pub warmup: u32,
-    #[serde(default = "two_fifty_six")]
-    pub max_tokens: u64,
+    /// The cap per request [default: 256; 128 for `quality`].
+    pub max_tokens: Option<u64>,
     #[serde(default)]
     pub ignore_eos: bool,
     /// How long a `soak` workload runs, in seconds (hours: 4 h is 14400).
     pub duration_s: Option<u64>,
+    /// How many sessions an `agent` workload replays (its measured runs are their turns).
+    pub sessions: Option<u32>,
+    /// Alternatives asked for per token in a `quality` workload [default: 20, the API's maximum].
+    pub top_logprobs: Option<u32>,
     /// Prompt-size targets; not for `sustained` or `soak`.
     #[serde(default)]
     pub targets: Vec<TargetSpec>,
@@ -167,9 +171,6 @@ pub struct WorkloadSpec {
 
 fn three() -> u32 {
     3
-}
-fn two_fifty_six() -> u64 {
-    256
 }
 
 #[derive(Debug, Deserialize)]
@@ -414,9 +415,11 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     }
     for (w, spec) in file.workloads.iter().enumerate() {
         let Some(workload) = Workload::parse(spec.kind.get_ref()) else {
-            error(spec.kind.span(), format!("no workload kind `{}`", spec.kind.get_ref()), Some("sustained, prompt-matrix, pp-tg or soak".into()));
+            error(spec.kind.span(), format!("no workload kind `{}`", spec.kind.get_ref()), Some("sustained, prompt-matrix, pp-tg, soak, agent or quality".into()));
             continue;
         };
+        let default_max_tokens = if workload == Workload::Quality { crate::workloads::quality::MAX_TOKENS } else { 256 };
+        let spec_max_tokens = spec.max_tokens.unwrap_or(default_max_tokens);
         let step = |target: u64, runs: u32, max_tokens: u64| Step {
             workload,
             target_prompt_tokens: target,
@@ -425,7 +428,18 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             runs,
             ignore_eos: spec.ignore_eos,
             duration_s: spec.duration_s.filter(|_| workload == Workload::Soak),
+            top_logprobs: (workload == Workload::Quality).then(|| spec.top_logprobs.unwrap_or(crate::workloads::quality::DEFAULT_TOP_LOGPROBS)),
         };
+        if spec.sessions.is_some() && workload != Workload::Agent {
+            error(spec.kind.span(), format!("`sessions` is for agent workloads, not {}", workload.as_str()), Some("use `runs` to say how many".into()));
+        }
+        if let Some(k) = spec.top_logprobs {
+            if workload != Workload::Quality {
+                error(spec.kind.span(), format!("`top_logprobs` is for quality workloads, not {}", workload.as_str()), None);
+            } else if !(1..=crate::workloads::quality::MAX_TOP_LOGPROBS).contains(&k) {
+                error(spec.kind.span(), format!("top_logprobs = {k}"), Some(format!("1 to {} (the API's maximum)", crate::workloads::quality::MAX_TOP_LOGPROBS)));
+            }
+        }
         match (workload, spec.duration_s) {
             (Workload::Soak, None | Some(0)) => error(
                 spec.kind.span(),
@@ -437,10 +451,12 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             (_, None) => {}
         }
         match (workload, spec.targets.is_empty()) {
-            (Workload::Sustained, true) => steps.push((w, step(0, spec.runs, spec.max_tokens))),
+            (Workload::Sustained | Workload::Quality, true) => steps.push((w, step(0, spec.runs, spec_max_tokens))),
+            // One measured run per turn; `runs` counts sessions here.
+            (Workload::Agent, true) => steps.push((w, step(0, spec.sessions.unwrap_or(spec.runs), spec_max_tokens))),
             // Its runs are open-ended: as many as fit in its duration.
-            (Workload::Soak, true) => steps.push((w, step(0, 0, spec.max_tokens))),
-            (Workload::Sustained | Workload::Soak, false) => error(
+            (Workload::Soak, true) => steps.push((w, step(0, 0, spec_max_tokens))),
+            (Workload::Sustained | Workload::Soak | Workload::Agent | Workload::Quality, false) => error(
                 spec.kind.span(),
                 format!("a {} workload takes no `targets`", workload.as_str()),
                 Some("use kind = \"prompt-matrix\" for prompt sizes".into()),
@@ -448,14 +464,14 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             (_, true) => error(spec.kind.span(), format!("a {} workload needs `targets`", workload.as_str()), Some("`targets = [{ tokens = 128, runs = 3 }, { tokens = 2048, runs = 2 }]`".into())),
             (_, false) => {
                 for t in &spec.targets {
-                    steps.push((w, step(t.tokens, t.runs.unwrap_or(spec.runs), t.max_tokens.unwrap_or(spec.max_tokens))));
+                    steps.push((w, step(t.tokens, t.runs.unwrap_or(spec.runs), t.max_tokens.unwrap_or(spec_max_tokens))));
                 }
             }
         }
     }
     for (i, (w, s)) in steps.iter().enumerate() {
         let span = file.workloads[*w].kind.span();
-        if s.max_tokens == 0 || (!matches!(s.workload, Workload::Sustained | Workload::Soak) && s.target_prompt_tokens == 0) {
+        if s.max_tokens == 0 || (s.workload.has_prompt_targets() && s.target_prompt_tokens == 0) {
             error(span.clone(), "token counts (max_tokens, target tokens) must be at least 1".to_owned(), None);
         }
         // Far beyond any real protocol, and small enough that no schedule arithmetic overflows.
@@ -534,7 +550,8 @@ pub const MAX_TEMPERATURE: f64 = 100.0;
 pub const MAX_PLANNED_RUNS: u64 = 1_000_000;
 
 /// Request fields that define the protocol: a plan's extra fields may not override them.
-pub const OWN_FIELDS: [&str; 7] = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature"];
+pub const OWN_FIELDS: [&str; 10] =
+    ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "temperature", "tools", "logprobs", "top_logprobs"];
 
 /// A path in a plan: `~/…`, absolute, or relative to the plan's folder.
 pub fn resolve(base: &Path, path: &str) -> PathBuf {

@@ -143,8 +143,8 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
             last_workload = Some(part.workload_index);
             let step = part.step;
             let what = match step.workload {
-                Workload::Sustained | Workload::Soak => step.workload.as_str().to_owned(),
-                other => format!("{} {}", other.as_str(), step.target_prompt_tokens),
+                w if w.has_prompt_targets() => format!("{} {}", w.as_str(), step.target_prompt_tokens),
+                w => w.as_str().to_owned(),
             };
             let (warmups, measured) = (part.slots.iter().filter(|s| s.warmup).count(), part.slots.iter().filter(|s| !s.warmup).count());
             let reps = match (plan.order, is_soak(part)) {
