@@ -19,20 +19,39 @@ pub const PROMPT_SPREAD_MARGIN: f64 = 0.05;
 /// How far benchpass's decode rate may be from the server's own before `reconciliation` is
 /// raised: 5 %. On loopback the two agree to well under 1 % (docs/statistics.md).
 pub const RECONCILE_MARGIN: f64 = 0.05;
-/// How far the decode rate must fall from the first run to the last, every run slower than
-/// the one before, for `drift`: 5 %.
+/// How far the decode rate must move from the first run to the last, every run slower (or
+/// every run faster) than the one before, for `drift`: 5 %, as the symmetric change
+/// max(last/first, first/last) − 1. Also how far beyond the other runs a first run must lie
+/// for `cold-start`.
 pub const DRIFT_MARGIN: f64 = 0.05;
 /// Runs a band needs.
 pub const MIN_RUNS_FOR_BAND: usize = 3;
 
 #[cfg(test)]
 mod tests {
+    use super::{beyond_the_rest, trend};
+
     #[test]
-    fn only_a_steady_fall_beyond_the_margin_is_drift() {
-        assert!(super::falling(&[100.0, 97.0, 94.0]).is_some(), "−6 %, every run slower");
-        assert!(super::falling(&[100.0, 98.0, 96.0]).is_none(), "−4 % is inside the margin");
-        assert!(super::falling(&[100.0, 90.0, 92.0]).is_none(), "not monotone: scatter");
-        assert!(super::falling(&[100.0, 90.0]).is_none(), "two runs make no trend");
+    fn only_a_steady_move_beyond_the_margin_is_drift_either_way() {
+        // 100 → 94: 100/94 − 1 = 6.4 % > 5 %, every run slower.
+        assert!(trend(&[100.0, 97.0, 94.0]).is_some_and(|d| d.starts_with("falling")));
+        assert!(trend(&[100.0, 98.0, 96.0]).is_none(), "100/96 − 1 = 4.2 % is inside the margin");
+        assert!(trend(&[100.0, 90.0, 92.0]).is_none(), "not monotone: scatter");
+        assert!(trend(&[100.0, 90.0]).is_none(), "two runs make no trend");
+        // 100 → 106: +6 %, every run faster (a warming cache).
+        assert!(trend(&[100.0, 103.0, 106.0]).is_some_and(|d| d.starts_with("rising")));
+        assert!(trend(&[100.0, 102.0, 104.0]).is_none(), "+4 % is inside the margin");
+    }
+
+    #[test]
+    fn a_first_run_beyond_the_others_by_the_margin_is_a_cold_start() {
+        // The others span 100–102; 94 is 100/94 − 1 = 6.4 % below their lowest.
+        assert!(beyond_the_rest(&[94.0, 100.0, 102.0], "ms").is_some());
+        // 97: 3.1 % below; 105: 2.9 % above 102: inside the margin.
+        assert!(beyond_the_rest(&[97.0, 100.0, 102.0], "ms").is_none());
+        assert!(beyond_the_rest(&[105.0, 100.0, 102.0], "ms").is_none());
+        assert!(beyond_the_rest(&[108.0, 100.0, 102.0], "ms").is_some(), "108/102 − 1 = 5.9 %");
+        assert!(beyond_the_rest(&[50.0, 100.0], "ms").is_none(), "one other run is no rest to compare with");
     }
 }
 
@@ -348,7 +367,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
     in_order.sort_by_key(|(rep, _)| *rep);
     let thermal: Vec<_> = group.iter().filter_map(|f| f.thermal_pressure).collect();
     let hot = thermal.iter().filter(|t| t.is_above_nominal()).count();
-    if let Some(mut detail) = falling(&in_order.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
+    if let Some(mut detail) = trend(&in_order.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
         // Whether the machine said it was throttling tells the two causes apart.
         if !thermal.is_empty() {
             detail.push_str(&match hot {
@@ -357,6 +376,20 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
             });
         }
         reasons.push(Reason::new(ReasonCode::Drift, detail));
+    }
+    // Without a warmup the first measured run pays for whatever a cold engine does once.
+    let warmed = pass.runs.iter().any(|r| r.warmup && r.cell == g.cell && r.workload == g.workload && r.target_prompt_tokens == g.target);
+    if !warmed {
+        let mut ttft: Vec<(u32, f64)> = group.iter().filter_map(|f| Some((f.rep, f.ttft_ms?))).collect();
+        ttft.sort_by_key(|(rep, _)| *rep);
+        let values = |runs: &[(u32, f64)]| runs.iter().map(|(_, v)| *v).collect::<Vec<_>>();
+        let far: Vec<String> = [("decode", "tok/s", values(&in_order)), ("TTFT", "ms", values(&ttft))]
+            .into_iter()
+            .filter_map(|(name, unit, runs)| Some(format!("{name}: {}", beyond_the_rest(&runs, unit)?)))
+            .collect();
+        if !far.is_empty() {
+            reasons.push(Reason::new(ReasonCode::ColdStart, far.join("; ")));
+        }
     }
     if hot > 0 {
         let worst = thermal.iter().max().expect("hot runs are among them");
@@ -406,16 +439,39 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
     }
 }
 
-/// Three or more rates, each below the one before, the last more than [`DRIFT_MARGIN`] under
-/// the first: a trend, not scatter (a random order of 3 is strictly falling 1 time in 6, and
-/// the margin keeps sub-noise slides out).
-fn falling(rates: &[f64]) -> Option<String> {
-    if rates.len() < 3 || !rates.windows(2).all(|w| w[1] < w[0]) {
+/// Three or more rates, each below (or each above) the one before, the last more than
+/// [`DRIFT_MARGIN`] from the first: a trend, not scatter (a random order of 3 is strictly
+/// monotone 2 times in 6, one each way, and the margin keeps sub-noise slides out). Falling
+/// is throttling's signature, rising a warming cache's; the detail starts with which.
+fn trend(rates: &[f64]) -> Option<String> {
+    if rates.len() < 3 || rates.iter().any(|r| !(*r > 0.0)) {
         return None;
     }
+    let falling = rates.windows(2).all(|w| w[1] < w[0]);
+    let rising = rates.windows(2).all(|w| w[1] > w[0]);
     let (first, last) = (rates[0], rates[rates.len() - 1]);
-    let drop = (first - last) / first;
-    (drop > DRIFT_MARGIN).then(|| format!("{first:.1} → {last:.1} tok/s over {} runs, −{:.1}%", rates.len(), drop * 100.0))
+    // The symmetric change, as in a diff: 100 → 94 and 94 → 100 are the same distance.
+    let change = (last / first).max(first / last) - 1.0;
+    if !(falling || rising) || change <= DRIFT_MARGIN {
+        return None;
+    }
+    let word = if rising { "rising" } else { "falling" };
+    Some(format!("{word}: {first:.1} → {last:.1} tok/s over {} runs, {:+.1}%", rates.len(), (last / first - 1.0) * 100.0))
+}
+
+/// The first of three or more values lying more than [`DRIFT_MARGIN`] beyond the range of
+/// the others (below their lowest ÷ 1.05 or above their highest × 1.05): what a cold first
+/// run looks like.
+fn beyond_the_rest(values: &[f64], unit: &str) -> Option<String> {
+    let (&first, rest) = values.split_first()?;
+    if rest.len() < 2 || !(first > 0.0) {
+        return None;
+    }
+    let (lo, hi) = rest.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    if !(lo > 0.0) || (first >= lo / (1.0 + DRIFT_MARGIN) && first <= hi * (1.0 + DRIFT_MARGIN)) {
+        return None;
+    }
+    Some(format!("run 1 at {first:.1} {unit}, the other {} at {lo:.1}–{hi:.1} {unit}", rest.len()))
 }
 
 /// At temperature 0, the same prompt should give the same text; several outputs for one

@@ -105,6 +105,9 @@ pub struct DiffRow {
     pub p_value: Option<f64>,
     /// The relative half-width the delta had to exceed.
     pub threshold: Option<f64>,
+    /// The level the exact test was held to (0.05, 0.10 at `low-n`, or Holm's share of it);
+    /// `None` where no test ran.
+    pub alpha: Option<f64>,
     pub reasons: Vec<Reason>,
 }
 
@@ -123,6 +126,48 @@ pub struct Diff {
     pub b_pass: String,
     pub rows: Vec<DiffRow>,
     pub drift: Vec<Drift>,
+    /// Rows on which the exact test ran.
+    pub n_tested: usize,
+    /// The sum of the tested rows' own α (0.05, or 0.10 at `low-n`): how many `faster` or
+    /// `slower` calls chance alone would make among them, on average, if nothing had changed
+    /// (an upper bound: a call must clear the band as well).
+    pub expected_false_calls: f64,
+    pub correction: Correction,
+    /// Under Holm: the chance of any false call among the tested rows is at most this (the
+    /// largest α a row was tested at before the correction).
+    pub family_alpha: Option<f64>,
+    /// Calls the correction withdrew (the test alone would have made them).
+    pub withdrawn: usize,
+}
+
+/// A correction for testing many rows at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Correction {
+    /// Each row at its own α: a 60-row diff of unchanged engines expects about 3–6 false calls.
+    #[default]
+    None,
+    /// Holm's step-down procedure (Holm 1979, *Scand. J. Statist.* 6:65–70): the rows' p-values
+    /// in ascending order, the k-th (from 0) called only if it and every smaller one are at most
+    /// its α ÷ (m − k). The chance of any false call among the m rows is then at most the
+    /// largest α, whatever the rows' dependence.
+    Holm,
+}
+
+impl Correction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Correction::None => "none",
+            Correction::Holm => "holm",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Correction> {
+        match s {
+            "none" => Some(Correction::None),
+            "holm" => Some(Correction::Holm),
+            _ => None,
+        }
+    }
 }
 
 type Key = (String, String, String, Workload, u64);
@@ -149,8 +194,14 @@ fn keys(a: &[CellStep], b: &[CellStep]) -> impl Fn(&CellStep) -> Key {
 }
 
 /// Compares the figures of pass A (`a`, from [`crate::cells::summarize`]) with those of B.
-/// Every step of A and of B appears exactly once: matched, `gone` or `new`.
+/// Every step of A and of B appears exactly once: matched, `gone` or `new`. Each row is
+/// tested at its own α; [`diff_with`] applies a correction for testing many rows.
 pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Diff {
+    diff_with(a_pass, a, b_pass, b, Correction::None)
+}
+
+/// [`diff`] with a correction for the many rows tested at once.
+pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], correction: Correction) -> Diff {
     let pass_reasons = pass_reasons(a_pass, b_pass);
     let key = keys(a, b);
     // Each B step is taken by at most one A step (a key held twice pairs in order).
@@ -204,7 +255,51 @@ pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Dif
     for (step_b, _) in b.iter().zip(&b_taken).filter(|(_, taken)| !**taken) {
         rows.extend(DIFF_METRICS.map(|m| DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) }));
     }
-    Diff { a_pass: a_pass.info.pass_id.clone(), b_pass: b_pass.info.pass_id.clone(), rows, drift }
+    let tested: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].alpha.is_some()).collect();
+    let expected_false_calls = tested.iter().filter_map(|&i| rows[i].alpha).sum();
+    let family_alpha = (correction == Correction::Holm).then(|| tested.iter().filter_map(|&i| rows[i].alpha).fold(0.0, f64::max));
+    let withdrawn = match correction {
+        Correction::None => 0,
+        Correction::Holm => holm(&mut rows, &tested),
+    };
+    Diff {
+        a_pass: a_pass.info.pass_id.clone(),
+        b_pass: b_pass.info.pass_id.clone(),
+        rows,
+        drift,
+        n_tested: tested.len(),
+        expected_false_calls,
+        correction,
+        family_alpha: family_alpha.filter(|_| !tested.is_empty()),
+        withdrawn,
+    }
+}
+
+/// Holm's step-down over the `tested` rows: each row's α becomes its share, α ÷ (m − k) for
+/// the k-th smallest p, up to the first p that misses its share; every row from there on keeps
+/// no call. Returns how many calls were withdrawn. A correction can only withdraw calls: every
+/// share is at most the row's own α.
+fn holm(rows: &mut [DiffRow], tested: &[usize]) -> usize {
+    let mut order = tested.to_vec();
+    // Ties in p: the row with the larger α first, so that no row waits behind a stricter one.
+    order.sort_by(|&i, &j| {
+        let (pi, pj) = (rows[i].p_value.unwrap_or(1.0), rows[j].p_value.unwrap_or(1.0));
+        pi.total_cmp(&pj).then(rows[j].alpha.unwrap_or(0.0).total_cmp(&rows[i].alpha.unwrap_or(0.0)))
+    });
+    let m = order.len();
+    let mut still_rejecting = true;
+    let mut withdrawn = 0;
+    for (k, &i) in order.iter().enumerate() {
+        let share = rows[i].alpha.unwrap_or(0.0) / (m - k) as f64;
+        rows[i].alpha = Some(share);
+        still_rejecting = still_rejecting && rows[i].p_value.is_some_and(|p| p <= share + 1e-12);
+        if !still_rejecting && matches!(rows[i].verdict, Verdict::Faster | Verdict::Slower) {
+            rows[i].verdict = Verdict::WithinNoise;
+            rows[i].reasons.retain(|r| r.code != ReasonCode::LowN);
+            withdrawn += 1;
+        }
+    }
+    withdrawn
 }
 
 /// Differences between the passes themselves that make every figure incomparable: the
@@ -302,6 +397,7 @@ fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
         attribution: None,
         p_value: None,
         threshold: None,
+        alpha: None,
         reasons: Vec::new(),
     }
 }
@@ -325,6 +421,7 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         attribution: Some(attribution),
         p_value: None,
         threshold: None,
+        alpha: None,
         reasons: Vec::new(),
     };
     let (Some(ma), Some(mb)) = (ma, mb) else {
@@ -363,30 +460,45 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         return row;
     }
 
-    let (verdict, p, threshold, low_n, few) = call(ma, mb, metric, drift);
-    row.verdict = verdict;
-    row.p_value = p;
-    row.threshold = Some(threshold);
-    if low_n {
-        reasons.push(Reason::new(ReasonCode::LowN, ""));
-    }
-    if let Some(detail) = few {
-        reasons.push(Reason::new(ReasonCode::FewRuns, detail));
-    }
+    let call = call(ma, mb, metric, drift);
+    row.verdict = call.verdict;
+    row.p_value = call.p;
+    row.threshold = Some(call.threshold);
+    row.alpha = call.alpha;
+    reasons.extend(call.reason);
     row.reasons = reasons;
     row
 }
 
-/// The verdict of one metric: (verdict, p, threshold, called at α = 0.10, why no test could run).
-fn call(a: &Metric, b: &Metric, metric: MetricKind, drift: f64) -> (Verdict, Option<f64>, f64, bool, Option<String>) {
+/// The verdict of one metric and what it rests on.
+struct Call {
+    verdict: Verdict,
+    p: Option<f64>,
+    threshold: f64,
+    /// The level the test was held to; `None` where no test could run.
+    alpha: Option<f64>,
+    /// `low-n` (a call made at α = 0.10) or `few-runs` (no test could run).
+    reason: Option<Reason>,
+}
+
+/// The smallest p-value the exact test can give at `na` vs `nb` runs, as the fraction it is:
+/// 2 / C(na + nb, na) (both samples apart, either way round), e.g. `2/35 ≈ 0.057`.
+fn smallest_p_text(na: usize, nb: usize) -> String {
+    let p = min_attainable_p(na, nb);
+    let splits = (2.0 / p).round();
+    let sign = if (p * 1000.0 - (p * 1000.0).round()).abs() < 1e-9 { "=" } else { "≈" };
+    format!("{na} vs {nb} runs: the smallest p any outcome can give is 2/{splits:.0} {sign} {p:.3}")
+}
+
+fn call(a: &Metric, b: &Metric, metric: MetricKind, drift: f64) -> Call {
     let threshold = a.band.half_width.max(b.band.half_width).max(drift);
     let (na, nb) = (a.values.len(), b.values.len());
     let best_p = min_attainable_p(na, nb);
     if best_p > 0.10 {
         let detail = format!("{na} vs {nb} runs: no exact test can reach p ≤ 0.10; the delta is shown, not judged");
-        return (Verdict::WithinNoise, None, threshold, false, Some(detail));
+        return Call { verdict: Verdict::WithinNoise, p: None, threshold, alpha: None, reason: Some(Reason::new(ReasonCode::FewRuns, detail)) };
     }
-    // α = 0.05 where it is attainable; where it is not (3 vs 3, whose smallest p is 0.10), 0.10.
+    // α = 0.05 where it is attainable; where it is not (3 vs 3, 3 vs 4, 2 vs 5, …), 0.10.
     let (alpha, low_n) = if best_p <= 0.05 { (0.05, false) } else { (0.10, true) };
     let p = exact_two_sided_p(&a.values, &b.values);
     // The threshold is a relative half-width; compared on the log scale, where ln(1 + t) is the
@@ -398,7 +510,8 @@ fn call(a: &Metric, b: &Metric, metric: MetricKind, drift: f64) -> (Verdict, Opt
         (true, true) => Verdict::Faster,
         (true, false) => Verdict::Slower,
     };
-    (verdict, p, threshold, low_n && significant, None)
+    let reason = (low_n && significant).then(|| Reason::new(ReasonCode::LowN, smallest_p_text(na, nb)));
+    Call { verdict, p, threshold, alpha: Some(alpha), reason }
 }
 
 #[cfg(test)]
@@ -419,13 +532,13 @@ mod tests {
         // |ln(102.02/100)| = 0.019998 > ln(1.02) = 0.019803 both ways; the samples do not
         // overlap, so p = 0.10 at 3 vs 3 (called at α = 0.10).
         let (a, b) = (metric(&[99.0, 100.0, 100.5]), metric(&[101.9, 102.02, 102.1]));
-        let forward = call(&a, &b, MetricKind::DecodeTps, 0.0).0;
-        let backward = call(&b, &a, MetricKind::DecodeTps, 0.0).0;
+        let forward = call(&a, &b, MetricKind::DecodeTps, 0.0).verdict;
+        let backward = call(&b, &a, MetricKind::DecodeTps, 0.0).verdict;
         assert_eq!((forward, backward), (Verdict::Faster, Verdict::Slower));
         // Just inside the threshold, both ways within noise: 100 → 101.98 is ln 0.019606.
         let c = metric(&[101.9, 101.98, 102.05]);
-        assert_eq!(call(&a, &c, MetricKind::DecodeTps, 0.0).0, Verdict::WithinNoise);
-        assert_eq!(call(&c, &a, MetricKind::DecodeTps, 0.0).0, Verdict::WithinNoise);
+        assert_eq!(call(&a, &c, MetricKind::DecodeTps, 0.0).verdict, Verdict::WithinNoise);
+        assert_eq!(call(&c, &a, MetricKind::DecodeTps, 0.0).verdict, Verdict::WithinNoise);
     }
 
     #[test]

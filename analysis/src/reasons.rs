@@ -21,6 +21,7 @@ pub enum ReasonCode {
     Drift,
     Thermal,
     UsageMismatch,
+    ColdStart,
 }
 
 impl ReasonCode {
@@ -42,6 +43,7 @@ impl ReasonCode {
             ReasonCode::Drift => "drift",
             ReasonCode::Thermal => "thermal",
             ReasonCode::UsageMismatch => "usage-mismatch",
+            ReasonCode::ColdStart => "cold-start",
         }
     }
 
@@ -59,8 +61,9 @@ impl ReasonCode {
             ReasonCode::Params => "the request parameters differ",
             ReasonCode::Machine => "the machines differ",
             ReasonCode::Unhashed => "the weights were not hashed on one side, so a change of build cannot be ruled out",
-            ReasonCode::LowN => "3 runs a side: the exact test's smallest p-value is 0.10, so the change is called at α = 0.10",
-            ReasonCode::Drift => "the decode rate fell run after run: thermal throttling or a warming cache, not noise",
+            ReasonCode::LowN => "too few runs for the exact test to reach p ≤ 0.05, so the change is called at α = 0.10",
+            ReasonCode::Drift => "the decode rate moved one way run after run (falling: thermal throttling; rising: a warming cache), a trend, not noise",
+            ReasonCode::ColdStart => "no warmup run, and the first measured run is far from the others: it paid for a cold start (weights paged in, caches and kernels cold)",
             ReasonCode::Thermal => "the machine reported thermal pressure above nominal during some runs: they may have run throttled",
             ReasonCode::UsageMismatch => "the server's usage count contradicts the events it streamed (fewer tokens than token events, or far more than they could carry), so neither the count nor the decode rate built on it is trusted",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
