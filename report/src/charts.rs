@@ -41,7 +41,8 @@ pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
             let m = step.decode.as_ref().expect("filtered on decode");
             let x = SegmentValue::CenterOf(i as i32);
             let color = Palette99::pick(i).to_rgba();
-            if m.values.len() >= 2 {
+            // The same rule as the tables: no band below the runs a band needs.
+            if crate::view::has_band(m) {
                 chart.draw_series(std::iter::once(PathElement::new(vec![(x.clone(), m.band.low), (x.clone(), m.band.high)], color.stroke_width(2))))?;
             }
             chart.draw_series(std::iter::once(Circle::new((x, m.median), 5, color.filled())))?;

@@ -111,7 +111,19 @@ fn context(diff: &Diff) -> minijinja::Value {
             max_abs_delta: format!("{:.1}%", d.max_abs_delta * 100.0),
         })
         .collect();
-    context! { a => diff.a_pass, b => diff.b_pass, rows => rows, drift => drift, notes => notes.into_vec() }
+    let holm = diff.correction == analysis::diff::Correction::Holm;
+    context! {
+        a => diff.a_pass,
+        b => diff.b_pass,
+        rows => rows,
+        drift => drift,
+        notes => notes.into_vec(),
+        n_tested => diff.n_tested,
+        expected_false_calls => format!("{:.1}", diff.expected_false_calls),
+        holm => holm,
+        family_alpha => diff.family_alpha.map(|a| format!("{a:.2}")),
+        withdrawn => diff.withdrawn,
+    }
 }
 
 pub fn to_markdown(diff: &Diff) -> Result<String, minijinja::Error> {

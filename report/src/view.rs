@@ -103,16 +103,31 @@ impl Notes {
     }
 }
 
-/// `81.9 ±2.0%`; without ± when fewer runs than a band needs. A median that is not a finite
-/// number of 0 or more (no reader lets one through) is shown as `–`, never as `inf` or `-50.0`.
+/// `81.9 ±2.0%` where the band reaches as far each way (at one decimal), `21.0 +185.7%/−4.8%`
+/// where it does not: a band is worked out per side on the log scale and never crosses zero
+/// (docs/statistics.md). No band when fewer runs than a band needs. A median that is not a
+/// finite number of 0 or more (no reader lets one through) is shown as `–`, never as `inf` or
+/// `-50.0`.
 pub fn with_band(metric: &Metric, digits: usize) -> String {
     if !(metric.median.is_finite() && metric.median >= 0.0) {
-        "–".to_owned()
-    } else if !metric.band.half_width.is_finite() || metric.values.len() < analysis::cells::MIN_RUNS_FOR_BAND {
-        format!("{:.digits$}", metric.median)
-    } else {
-        format!("{:.digits$} ±{:.1}%", metric.median, metric.band.half_width * 100.0)
+        return "–".to_owned();
     }
+    let (above, below) = (metric.band.above(metric.median) * 100.0, metric.band.below(metric.median) * 100.0);
+    if !has_band(metric) || !(above.is_finite() && below.is_finite()) {
+        return format!("{:.digits$}", metric.median);
+    }
+    let (up, down) = (format!("{above:.1}"), format!("{below:.1}"));
+    if up == down {
+        format!("{:.digits$} ±{up}%", metric.median)
+    } else {
+        format!("{:.digits$} +{up}%/−{down}%", metric.median)
+    }
+}
+
+/// Whether a figure gets a band, in tables and charts alike (the leaderboard's rule too):
+/// enough runs, and a positive median to scale it by.
+pub fn has_band(metric: &Metric) -> bool {
+    metric.values.len() >= analysis::cells::MIN_RUNS_FOR_BAND && metric.median > 0.0
 }
 
 fn engine_label(step: &CellStep, lanes_differ: bool) -> String {
@@ -211,11 +226,13 @@ pub fn tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         by_target,
         |s| other_cell(s, s.ttft.as_ref(), 1, &mut notes),
     ));
+    // Not the sustained prompt: every run sends the same one, so an engine with a prompt cache
+    // skips most of its prefill after the first run (docs/metrics.md).
     out.extend(grid(
         "Prefill (tok/s)",
-        "Actual prompt tokens ÷ time to first token: an end-to-end prefill rate, network and queueing included.",
+        "Actual prompt tokens ÷ time to first token: an end-to-end prefill rate, network and queueing included. Prompt-size matrix only: the sustained prompt repeats, and a prompt cache skips its prefill.",
         "engine · family",
-        &ttft_steps,
+        &matrix,
         by_engine_family,
         by_target,
         |s| other_cell(s, s.prefill.as_ref(), 0, &mut notes),

@@ -20,8 +20,9 @@ tasks:
                           seed-shaped pass, render its report, print where everything is
   report PASS [--out DIR] report.md, report.html, charts/*.svg and leaderboard.csv
                           (default DIR: reports/<pass id>/)
-  diff PASS_A PASS_B --out FILE
-                          what changed from A to B; Markdown, HTML or CSV by FILE's extension
+  diff PASS_A PASS_B --out FILE [--correction none|holm]
+                          what changed from A to B; Markdown, HTML or CSV by FILE's extension;
+                          holm: Holm's family-wise correction over the rows tested
   leaderboard PASS... --out FILE.csv
                           one leaderboard over several passes
   engine install llama-cpp|mlx-lm

@@ -55,13 +55,19 @@ pub fn report(args: &[&str]) -> anyhow::Result<()> {
 }
 
 pub fn diff(args: &[&str]) -> anyhow::Result<()> {
-    let [a, b, "--out", out] = args else {
-        anyhow::bail!("usage: cargo xtask diff PASS_A PASS_B --out FILE.md|FILE.html|FILE.csv");
+    const USAGE: &str = "usage: cargo xtask diff PASS_A PASS_B --out FILE.md|FILE.html|FILE.csv [--correction none|holm]";
+    let (a, b, out, correction) = match args {
+        [a, b, "--out", out] => (a, b, out, "none"),
+        [a, b, "--out", out, "--correction", c] | [a, b, "--correction", c, "--out", out] => (a, b, out, *c),
+        _ => anyhow::bail!(USAGE),
+    };
+    let Some(correction) = analysis::diff::Correction::parse(correction) else {
+        anyhow::bail!("--correction {correction}: `none` (each row at its own α) or `holm` (Holm's family-wise correction)\n{USAGE}");
     };
     let out = PathBuf::from(out);
     let (a, b) = (load(Path::new(a))?, load(Path::new(b))?);
     let (sa, sb) = (analysis::cells::summarize(&a)?, analysis::cells::summarize(&b)?);
-    let d = analysis::diff::diff(&a, &sa, &b, &sb);
+    let d = analysis::diff::diff_with(&a, &sa, &b, &sb, correction);
     let text = match out.extension().and_then(|e| e.to_str()) {
         Some("md") => report::diff::to_markdown(&d)?,
         Some("html") => report::diff::to_html(&d)?,

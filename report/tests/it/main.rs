@@ -72,7 +72,9 @@ metric,unit,median,band_low,band_high,n,n_short,flags,token_count_source"
     let llama = format!("fx-a,m1,llama.cpp,b5000,{},qwen,{},text,sustained,0,", "a".repeat(64), "1".repeat(64));
     // 50 tok/s ± 2 %: 49.000 to 51.000 (the 49 run was written as 5204.082 ms: 48.99999 tok/s).
     assert!(r.leaderboard_csv.contains(&format!("{llama}decode_tps,tok/s,50.000,49.000,51.000,3,0,engine+build,usage")), "{}", r.leaderboard_csv);
-    assert!(r.leaderboard_csv.contains(&format!("{llama}ttft_ms,ms,120.000,117.600,122.400,3,0,engine+build,usage")));
+    // TTFT 119, 120, 121 ms: each side inside the 2 % floor, which is ÷ 1.02 below and × 1.02
+    // above: 120 / 1.02 = 117.647 to 120 × 1.02 = 122.400.
+    assert!(r.leaderboard_csv.contains(&format!("{llama}ttft_ms,ms,120.000,117.647,122.400,3,0,engine+build,usage")));
     // One run: no band.
     assert!(r.leaderboard_csv.contains(",prompt-matrix,8192,decode_tps,tok/s,25.000,,,1,0,few-runs;prompt-size,usage"));
     // 4 sustained cells × 4 metrics + 2048 (4 metrics) + 8192 (4 metrics).
