@@ -67,12 +67,20 @@ enum PlanCommand {
 /// A plan may interleave its cells repetition by repetition (`order = "interleaved"`) and
 /// hold a soak workload (hours of runs back to back, the engine's memory growth per hour);
 /// docs/plans.md has every key.
+///
+/// Exit status: 0 the pass is recorded; 3 it is recorded but some runs failed (each is kept
+/// with its error class; --allow-failures exits 0); 130 interrupted (what ran is on disk);
+/// 1 benchpass could not run (the message says why); 2 bad arguments.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 struct RunArgs {
     /// A plan file (TOML); see docs/plans.md. Without it, --url and --model say what to measure.
     #[arg(value_name = "PLAN.toml", conflicts_with_all = ["url", "model"])]
     plan: Option<PathBuf>,
+    /// Exit 0 when the pass is recorded even if some of its runs failed (they are recorded as
+    /// failed either way). Without it, failed runs make the exit status 3.
+    #[arg(long)]
+    allow_failures: bool,
     /// Print a plan's schedule and its total duration, and run nothing.
     #[arg(long, requires = "plan")]
     dry_run: bool,
@@ -124,7 +132,7 @@ struct RunArgs {
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::workloads::quality::MAX_TOP_LOGPROBS)))]
     top_logprobs: Option<u32>,
     /// Measured runs per prompt target (quality: runs of each repeated prompt).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::plan::file::MAX_RUNS)))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::plan::file::MAX_RUNS)))]
     runs: u32,
     /// Warmup runs per prompt target (recorded, marked as warmups).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=i64::from(harness::plan::file::MAX_RUNS)))]
@@ -491,7 +499,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         resume: args.resume,
     };
     let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
-    report_summary(&summary)
+    report_summary(&summary, args.allow_failures)
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -499,6 +507,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("give --url and --model (a running server), or a plan file");
     };
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    let allow_failures = args.allow_failures;
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
     let workload = match (args.workload, args.prompt_tokens.is_empty()) {
         (None, true) => Workload::Sustained,
@@ -569,10 +578,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         progress: progress_mode(args.progress),
     };
     let summary = runtime()?.block_on(run_pass(options))?;
-    report_summary(&summary)
+    report_summary(&summary, allow_failures)
 }
 
-fn report_summary(summary: &harness::runner::PassSummary) -> anyhow::Result<ExitCode> {
+/// The exit status of a pass that was recorded but has failed runs (`--allow-failures` makes
+/// it 0): a script can tell "benchpass could not run" (1), "bad arguments" (2) and "the
+/// figures are missing runs" (3) apart.
+const EXIT_RUNS_FAILED: u8 = 3;
+
+fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool) -> anyhow::Result<ExitCode> {
     let sources: Vec<_> = summary.token_count_sources.iter().map(|s| s.as_str()).collect();
     let sources = if sources.is_empty() { "nowhere".to_owned() } else { sources.join(" and ") };
     println!("{}", summary.dir.display());
@@ -587,6 +601,13 @@ fn report_summary(summary: &harness::runner::PassSummary) -> anyhow::Result<Exit
         PassStatus::Interrupted => {
             eprintln!("interrupted: the runs above are on disk; pass.json says `interrupted`");
             ExitCode::from(130)
+        }
+        _ if summary.n_failed > 0 && !allow_failures => {
+            eprintln!(
+                "{} of {} runs failed (recorded as failed, with their error class): exit status {EXIT_RUNS_FAILED}; --allow-failures exits 0",
+                summary.n_failed, summary.n_runs
+            );
+            ExitCode::from(EXIT_RUNS_FAILED)
         }
         _ => ExitCode::SUCCESS,
     })

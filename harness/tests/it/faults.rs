@@ -45,6 +45,26 @@ fn http_errors_are_recorded_and_the_pass_goes_on() {
 }
 
 #[test]
+fn failed_runs_exit_3_unless_allowed_and_the_pass_is_recorded_either_way() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--fail-every", "2"]);
+    let tmp = temp_dir();
+    for (allow, code) in [(false, 3), (true, 0)] {
+        let out = tmp.path().join(format!("pass-{allow}"));
+        let mut args = vec!["run", "--url", &sim.url, "--model", "sim-model", "--runs", "2", "--max-tokens", "4", "--progress", "quiet"];
+        args.extend(["--out", out.to_str().unwrap()]);
+        if allow {
+            args.push("--allow-failures");
+        }
+        let output = benchpass(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        assert_eq!(stderr.contains("1 of 2 runs failed"), !allow, "{stderr}");
+        let pass = harness::pass::read_pass(&out).unwrap();
+        assert_eq!((pass.runs.len(), pass.info.status), (2, PassStatus::Complete));
+    }
+}
+
+#[test]
 fn the_api_key_never_reaches_the_disk() {
     const KEY: &str = "sk-planted-4f1d9c2b7e";
     let sim = Sim::start(&["--decode-tps", "1000"]);
@@ -290,7 +310,7 @@ fn a_server_that_goes_away_mid_pass_leaves_connect_errors_and_a_complete_pass() 
     std::thread::sleep(std::time::Duration::from_millis(400));
     sim.kill();
     let status = child.wait_with_output().unwrap().status;
-    assert!(status.success());
+    assert_eq!(status.code(), Some(3), "recorded, with failed runs");
     let pass = harness::pass::read_pass(&out).unwrap();
     assert_eq!(pass.info.status, PassStatus::Complete);
     let classes: Vec<_> = pass.runs.iter().map(|r| r.error.as_ref().map(|e| e.class.clone())).collect();

@@ -135,7 +135,7 @@ fn run_with_key(url: &str, runs: &str) -> (String, String, String) {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{stderr}");
+    assert_eq!(output.status.code(), Some(3), "recorded, with failed runs: {stderr}");
     let runs = std::fs::read_to_string(out.join("runs.jsonl")).unwrap();
     let info = std::fs::read_to_string(out.join("pass.json")).unwrap();
     assert_eq!(read_pass(&out).unwrap().runs.len(), 2);
@@ -186,7 +186,7 @@ fn one_run(url: &str, args: &[&str]) -> (harness::pass::RunRecord, String) {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{stderr}");
+    assert_eq!(output.status.code(), Some(3), "recorded, with failed runs: {stderr}");
     let pass = read_pass(&out).unwrap();
     assert_eq!(pass.info.status, harness::pass::PassStatus::Complete);
     (pass.runs.into_iter().next().unwrap(), stderr)
@@ -283,7 +283,7 @@ fn a_compressed_stream_and_a_redirect_are_named_and_a_huge_version_is_cut() {
         .args(["run", "--url", &server.url, "--model", "m", "--runs", "2", "--max-tokens", "8", "--progress", "quiet", "--out", out.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let pass = read_pass(&out).unwrap();
     let errors: Vec<_> = pass.runs.iter().map(|r| r.error.as_ref().unwrap()).collect();
     assert_eq!(errors[0].class, "not-a-stream");

@@ -269,7 +269,7 @@ runs = 2
     .unwrap();
     let out = tmp.path().join("pass");
     let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
-    assert!(output.status.success(), "the pass goes on and completes: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "the pass goes on and completes, its failed runs recorded: {}", String::from_utf8_lossy(&output.stderr));
     let pass = read_pass(&out).unwrap();
     assert_eq!(pass.runs.len(), 2);
     for run in &pass.runs {
@@ -467,7 +467,7 @@ fn an_engine_that_never_becomes_healthy_is_given_up_on_in_bounded_time() {
     let out = tmp.path().join("pass");
     let started = std::time::Instant::now();
     let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(started.elapsed().as_secs() < 20, "given up after the 1 s health timeout, then stopped");
     let run = &read_pass(&out).unwrap().runs[0];
     let error = run.error.as_ref().unwrap();
@@ -499,7 +499,7 @@ fn an_engine_still_loading_at_its_health_timeout_is_given_up_on_with_its_answer(
     let out = tmp.path().join("pass");
     let started = std::time::Instant::now();
     let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(started.elapsed().as_secs() < 20);
     let run = &read_pass(&out).unwrap().runs[0];
     let error = run.error.as_ref().unwrap();
@@ -516,7 +516,7 @@ fn a_server_that_already_answers_is_refused_not_measured() {
     let plan = one_engine_plan(tmp.path(), r#"["{benchpass}", "sim", "--port", "{port}"]"#, port, "preset = \"benchpass-sim\"");
     let out = tmp.path().join("pass");
     let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     let run = &read_pass(&out).unwrap().runs[0];
     let error = run.error.as_ref().unwrap();
     assert_eq!(error.class, "engine-start");
@@ -760,7 +760,7 @@ fn a_soak_on_an_engine_that_fails_every_request_gives_up_after_five_in_a_row() {
     let out = tmp.path().join("pass");
     let started = std::time::Instant::now();
     let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "plain"]);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(started.elapsed().as_secs() < 30, "not the whole 60 s of failures");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("soak stopped early: 5 runs in a row failed (they are recorded)"), "{stderr}");
