@@ -1,6 +1,7 @@
 //! `cargo xtask`: project tasks. Thin by design: it parses arguments and calls library code,
 //! so that everything worth testing lives in a crate that `cargo test` covers.
 
+mod agent_traces;
 mod bench;
 mod bench_leaderboard;
 mod bench_report;
@@ -35,6 +36,8 @@ tasks:
                           read and summarise a synthetic corpus of N passes (default 10,000,
                           about 1.3 million runs) into one leaderboard CSV; time and peak memory
   bench report            render a 12-cell pass (figures, Markdown, HTML, charts), timed
+  agent-traces            write the shipped agent sessions, data/agent/session-*.json, from
+                          this repository's sources and the corpus (data/agent/README.md)
   check-targets [--target TRIPLE]...
                           type-check the workspace for aarch64-apple-darwin and
                           x86_64-pc-windows-msvc (Debian's rustc-web, std built from source)
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         ["demo", rest @ ..] => demo::run(rest),
+        ["agent-traces", rest @ ..] => agent_traces::run(&workspace_root(), rest),
         ["report", rest @ ..] => reports::report(rest),
         ["engine", rest @ ..] => engine::run(rest),
         ["diff", rest @ ..] => reports::diff(rest),
