@@ -94,8 +94,9 @@ struct RunArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine).
     #[arg(long, required_unless_present = "plan")]
     url: Option<String>,
-    /// The model id to request (as the server knows it).
-    #[arg(long, required_unless_present = "plan")]
+    /// The model id to request (as the server knows it) [default: the only model the server's
+    /// /v1/models lists, recorded as picked; an error when it lists several].
+    #[arg(long)]
     model: Option<String>,
     /// Engine name for the record, e.g. llama.cpp, vllm, mlx-lm.
     #[arg(long, default_value = "openai-compatible")]
@@ -503,8 +504,13 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let (Some(url), Some(model)) = (args.url.clone(), args.model.clone()) else {
-        anyhow::bail!("give --url and --model (a running server), or a plan file");
+    let Some(url) = args.url.clone() else {
+        anyhow::bail!("give --url (a running server), or a plan file");
+    };
+    // Picked from the server's list once the pass starts.
+    let (model, pick_model) = match args.model.clone() {
+        Some(model) => (model, false),
+        None => (String::new(), true),
     };
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     let allow_failures = args.allow_failures;
@@ -559,6 +565,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         concurrency: args.concurrency,
         api_key_env: args.api_key_env,
+        pick_model,
         request: RequestConfig {
             api: match args.api {
                 ApiArg::Chat => Api::Chat,

@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub concurrency: u32,
     /// The name of the variable that holds the API key; the key itself is never stored.
     pub api_key_env: Option<String>,
+    /// `request.model` is to be picked: the one model the server lists (recorded as picked).
+    pub pick_model: bool,
     pub request: RequestConfig,
     pub out: Option<PathBuf>,
     pub pass_id: Option<String>,
@@ -213,6 +215,22 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
         idle_timeout_s: request.idle_timeout.as_secs_f64(),
         steps,
         order: Order::Sequential,
+        model_picked: false,
+    }
+}
+
+/// The model to ask for when the user named none: the one model the server lists, else an
+/// error that lists what it does list.
+pub async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> anyhow::Result<String> {
+    let mut models = probe::served_models(http, base, api_key).await?;
+    match models.len() {
+        1 => Ok(models.remove(0)),
+        0 => anyhow::bail!("{base}/v1/models lists no model: give --model"),
+        n => {
+            let listed: Vec<_> = models.iter().take(8).map(|m| crate::probe::server_string(m)).collect();
+            let more = if n > 8 { format!(", and {} more", n - 8) } else { String::new() };
+            anyhow::bail!("{base}/v1/models lists {n} models ({}{more}): give --model", listed.join(", "))
+        }
     }
 }
 
@@ -329,11 +347,15 @@ pub async fn run_jobs(
     Ok(true)
 }
 
-pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
+pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
     let started_at = provenance::utc_now_rfc3339();
     let base = probe::base_url(&options.url)?;
     let api_key = api_key(options.api_key_env.as_deref())?;
     let http = http_client(options.concurrency)?;
+    if options.pick_model {
+        options.request.model = pick_model(&http, &base, api_key.as_deref()).await?;
+        eprintln!("{}", crate::progress::printable(&format!("model: {} (the only model {base}/v1/models lists)", options.request.model)));
+    }
 
     // Probe before anything touches the disk: an unreachable server leaves no half-written pass.
     let facts = probe_server(&http, &base, api_key.as_deref(), &options.request.model, options.engine_version.as_deref()).await?;
@@ -372,7 +394,8 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         request_extra: None,
         ignore_eos_logit_bias: None,
     }];
-    let mut info = new_pass_info(pass_id, started_at, cells, request_params(&options.request, options.concurrency, options.steps.clone()));
+    let params = RequestParams { model_picked: options.pick_model, ..request_params(&options.request, options.concurrency, options.steps.clone()) };
+    let mut info = new_pass_info(pass_id, started_at, cells, params);
     let mut writer = PassWriter::create(&dir, &info)?;
 
     let progress = Progress::new(options.progress, jobs.len() as u64);

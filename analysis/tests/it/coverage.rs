@@ -44,6 +44,7 @@ fn band_coverage_and_false_calls_on_the_reference_engine() {
             steps: vec![Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 51, warmup: 0, runs: 3, ignore_eos: false, duration_s: None, top_logprobs: None }],
             concurrency: 1,
             api_key_env: None,
+            pick_model: false,
             request: RequestConfig {
                 api: Api::Chat,
                 model: "sim-model".to_owned(),

@@ -161,6 +161,10 @@ pub struct RequestParams {
     /// How a plan's cells took turns (docs/plans.md).
     #[serde(default, skip_serializing_if = "Order::is_sequential")]
     pub order: Order,
+    /// The model was not named by the user: it is the only one the server's `/v1/models`
+    /// listed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_picked: bool,
 }
 
 /// How a plan's cells take turns.

@@ -45,6 +45,20 @@ fn http_errors_are_recorded_and_the_pass_goes_on() {
 }
 
 #[test]
+fn without_model_the_one_model_the_server_lists_is_picked_and_recorded_as_picked() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--model", "only-model"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = benchpass(&["run", "--url", &sim.url, "--runs", "1", "--max-tokens", "4", "--progress", "quiet", "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("model: only-model (the only model"), "{stderr}");
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!(pass.info.cells[0].model, "only-model");
+    assert!(pass.info.request.as_ref().unwrap().model_picked);
+}
+
+#[test]
 fn failed_runs_exit_3_unless_allowed_and_the_pass_is_recorded_either_way() {
     let sim = Sim::start(&["--decode-tps", "1000", "--fail-every", "2"]);
     let tmp = temp_dir();
