@@ -108,6 +108,8 @@ pub struct DiffRow {
     /// The level the exact test was held to (0.05, 0.10 at `low-n`, or Holm's share of it);
     /// `None` where no test ran.
     pub alpha: Option<f64>,
+    /// A call the rows' own test made and a correction for many rows withdrew.
+    pub withdrawn: bool,
     pub reasons: Vec<Reason>,
 }
 
@@ -295,6 +297,7 @@ fn holm(rows: &mut [DiffRow], tested: &[usize]) -> usize {
         still_rejecting = still_rejecting && rows[i].p_value.is_some_and(|p| p <= share + 1e-12);
         if !still_rejecting && matches!(rows[i].verdict, Verdict::Faster | Verdict::Slower) {
             rows[i].verdict = Verdict::WithinNoise;
+            rows[i].withdrawn = true;
             rows[i].reasons.retain(|r| r.code != ReasonCode::LowN);
             withdrawn += 1;
         }
@@ -398,6 +401,7 @@ fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
         p_value: None,
         threshold: None,
         alpha: None,
+        withdrawn: false,
         reasons: Vec::new(),
     }
 }
@@ -422,6 +426,7 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         p_value: None,
         threshold: None,
         alpha: None,
+        withdrawn: false,
         reasons: Vec::new(),
     };
     let (Some(ma), Some(mb)) = (ma, mb) else {

@@ -95,7 +95,7 @@ fn context(diff: &Diff) -> minijinja::Value {
                 a: fmt(r.a_median),
                 b: fmt(r.b_median),
                 delta: r.delta_pct.map_or("–".to_owned(), |d| format!("{d:+.1}%")),
-                verdict: r.verdict.as_str().to_owned(),
+                verdict: if r.withdrawn { format!("{} (Holm)", r.verdict.as_str()) } else { r.verdict.as_str().to_owned() },
                 attribution: r.attribution.map(|a| a.sentence().to_owned()).unwrap_or_default(),
                 // A diff row's short-stop reason says a side's rate is a burst: starred.
                 marks: notes.marks(&r.reasons, crate::view::ShortStopMark::Star),

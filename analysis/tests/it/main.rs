@@ -3,4 +3,6 @@
 
 mod coverage;
 mod fixtures;
+mod hand_worked;
+mod recompute;
 mod soak;
