@@ -113,7 +113,7 @@ pub fn with_band(metric: &Metric, digits: usize) -> String {
         return "–".to_owned();
     }
     let (above, below) = (metric.band.above(metric.median) * 100.0, metric.band.below(metric.median) * 100.0);
-    if !has_band(metric) || !(above.is_finite() && below.is_finite()) {
+    if !(has_band(metric) && above.is_finite() && below.is_finite()) {
         return format!("{:.digits$}", metric.median);
     }
     let (up, down) = (format!("{above:.1}"), format!("{below:.1}"));
