@@ -81,16 +81,17 @@ struct RunArgs {
     /// failed either way). Without it, failed runs make the exit status 3.
     #[arg(long)]
     allow_failures: bool,
-    /// Print a plan's schedule and its total duration, and run nothing.
-    #[arg(long, requires = "plan")]
+    /// Print what would run (a plan's schedule and its total duration, or the steps of a pass
+    /// against --url) and run nothing.
+    #[arg(long)]
     dry_run: bool,
     /// Finish this interrupted pass of the plan: recorded runs are not repeated, and a cell
     /// whose engine had to be started again is marked.
-    #[arg(long, value_name = "DIR", requires = "plan", conflicts_with = "out")]
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
     resume: Option<PathBuf>,
-    /// Multiply every gap of a plan by this (0: no cool-downs, for tests and demos).
-    #[arg(long, default_value_t = 1.0, value_name = "F", value_parser = parse_gap_scale)]
-    gap_scale: f64,
+    /// Multiply every gap of a plan by this (0: no cool-downs, for tests and demos) [default: 1].
+    #[arg(long, value_name = "F", value_parser = parse_gap_scale)]
+    gap_scale: Option<f64>,
     /// The server's base URL, e.g. http://127.0.0.1:8080 (a trailing /v1 is fine).
     #[arg(long, required_unless_present = "plan")]
     url: Option<String>,
@@ -485,15 +486,15 @@ fn progress_mode(arg: ProgressArg) -> ProgressMode {
 
 fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     let plan = load_plan(path)?;
-    anyhow::ensure!(args.gap_scale.is_finite() && args.gap_scale >= 0.0, "--gap-scale must be 0 or more");
+    let gap_scale = args.gap_scale.unwrap_or(1.0);
     if args.dry_run {
-        print!("{}", harness::plan::dry_run(&plan, args.gap_scale));
+        print!("{}", harness::plan::dry_run(&plan, gap_scale));
         return Ok(ExitCode::SUCCESS);
     }
     let options = harness::plan::PlanRunOptions {
         out: args.out,
         pass_id: args.pass_id,
-        gap_scale: args.gap_scale,
+        gap_scale,
         progress: progress_mode(args.progress),
         hash_cache: args.hash_cache,
         api_key_env: args.api_key_env,
@@ -507,6 +508,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     let Some(url) = args.url.clone() else {
         anyhow::bail!("give --url (a running server), or a plan file");
     };
+    // A pass against a running server has no gaps and is not resumed: say so rather than
+    // quietly doing something else than asked.
+    anyhow::ensure!(args.resume.is_none(), "--resume is for plans: an interrupted --url pass is not resumed; run it again");
+    anyhow::ensure!(args.gap_scale.is_none(), "--gap-scale is for plans: a pass against --url has no gaps between runs");
     // Picked from the server's list once the pass starts.
     let (model, pick_model) = match args.model.clone() {
         Some(model) => (model, false),
@@ -584,6 +589,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         pass_id: args.pass_id,
         progress: progress_mode(args.progress),
     };
+    if args.dry_run {
+        print!("{}", harness::runner::dry_run(&options));
+        return Ok(ExitCode::SUCCESS);
+    }
     let summary = runtime()?.block_on(run_pass(options))?;
     report_summary(&summary, allow_failures)
 }

@@ -5,6 +5,7 @@
 mod support;
 
 mod cache_clear;
+mod cli;
 mod csv_io;
 mod faults;
 mod fuzz_corpus;
