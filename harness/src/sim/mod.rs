@@ -2,6 +2,7 @@
 //! schedule is known exactly, so that every figure benchpass measures can be checked against
 //! the truth. It also serves the demo where no real engine is installed.
 
+pub mod logprobs;
 mod profile;
 mod schedule;
 mod server;
