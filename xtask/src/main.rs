@@ -3,6 +3,7 @@
 
 mod agent_traces;
 mod bench;
+mod bench_false_calls;
 mod bench_leaderboard;
 mod bench_report;
 mod check_targets;
@@ -36,6 +37,9 @@ tasks:
                           read and summarise a synthetic corpus of N passes (default 10,000,
                           about 1.3 million runs) into one leaderboard CSV; time and peak memory
   bench report            render a 12-cell pass (figures, Markdown, HTML, charts), timed
+  bench false-calls [--pairs N]
+                          diff N pairs (default 2,000) of unchanged 3-run passes of the reference
+                          engine: false-call rate and band coverage with 95 % intervals
   agent-traces            write the shipped agent sessions, data/agent/session-*.json, from
                           this repository's sources and the corpus (data/agent/README.md)
   check-targets [--target TRIPLE]...
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         ["leaderboard", rest @ ..] => reports::leaderboard(rest),
         ["bench", "client", rest @ ..] => bench::client(rest),
         ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
+        ["bench", "false-calls", rest @ ..] => bench_false_calls::run(rest),
         ["bench", "report", rest @ ..] => bench_report::run(rest),
         ["check-targets", rest @ ..] => check_targets::run(rest),
         ["help" | "--help" | "-h"] | [] => {
