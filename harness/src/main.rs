@@ -285,6 +285,11 @@ struct SimArgs {
     /// Keep N bytes per request for good: a leaking server, for soak tests.
     #[arg(long, value_name = "N")]
     leak_bytes_per_request: Option<u64>,
+    /// Keep the prompts served and charge prefill only for tokens past the longest common
+    /// prefix with any of them (reported as usage prompt_tokens_details.cached_tokens, and
+    /// timings.cache_n with --timings); docs/agent.md.
+    #[arg(long)]
+    prefix_cache: bool,
 }
 
 /// Write a pass's runs as CSV (the columns are fixed; see docs/raw-format.md).
@@ -686,6 +691,7 @@ fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     profile.timings |= args.timings;
     profile.tokenize_endpoint &= !args.no_tokenize;
     profile.precise_timer &= !args.coarse_timer;
+    profile.prefix_cache |= args.prefix_cache;
     profile.validate()?;
     runtime()?.block_on(async {
         let listener = harness::sim::bind(SocketAddr::new(args.host, args.port)).await?;

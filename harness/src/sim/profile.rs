@@ -54,6 +54,10 @@ pub struct SimProfile {
     pub loading_s: f64,
     /// Keep this many bytes per request for good: a server that leaks memory, for soak tests.
     pub leak_bytes_per_request: u64,
+    /// Keep the prompts served and charge prefill only past the longest common prefix with
+    /// any of them; report the cached tokens (usage `prompt_tokens_details.cached_tokens`, and
+    /// `timings.cache_n` with `timings`).
+    pub prefix_cache: bool,
 }
 
 impl Default for SimProfile {
@@ -80,6 +84,7 @@ impl Default for SimProfile {
             precise_timer: true,
             loading_s: 0.0,
             leak_bytes_per_request: 0,
+            prefix_cache: false,
         }
     }
 }

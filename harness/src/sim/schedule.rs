@@ -3,7 +3,9 @@
 //! This is the ground truth that measurement tests compare against, so it is plain arithmetic
 //! over the profile, with no clocks in it:
 //!
-//! - time to first token = `base_latency_ms` + prompt tokens / prefill rate;
+//! - time to first token = `base_latency_ms` + uncached prompt tokens / prefill rate, where
+//!   uncached = prompt tokens − those served from the prefix cache (all of them uncached
+//!   without `--prefix-cache`);
 //! - token `i` (0-based) is produced at TTFT + i / decode rate, so the last of `n` tokens lands
 //!   (n − 1) / decode rate after the first, and benchpass's decode tok/s, (n − 1) / decode
 //!   seconds, gives back the decode rate exactly;
@@ -17,6 +19,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Schedule {
     pub prompt_tokens: u64,
+    /// Of the prompt tokens, how many the prefix cache served (no prefill charged for them).
+    pub cached_prompt_tokens: u64,
     pub completion_tokens: u64,
     /// Of the completion tokens, how many come first as reasoning text.
     pub reasoning_tokens: u64,
@@ -41,6 +45,8 @@ pub struct ScheduledEvent {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScheduleInput {
     pub prompt_tokens: u64,
+    /// At most `prompt_tokens`.
+    pub cached_prompt_tokens: u64,
     pub max_tokens: u64,
     pub eos_after: Option<u64>,
     pub reasoning_tokens: u64,
@@ -56,7 +62,9 @@ impl Schedule {
             Some(eos) if eos < input.max_tokens => (eos, "stop"),
             _ => (input.max_tokens, "length"),
         };
-        let ttft_s = input.base_latency_ms / 1e3 + input.prompt_tokens as f64 / input.prefill_tps;
+        let cached_prompt_tokens = input.cached_prompt_tokens.min(input.prompt_tokens);
+        let uncached = input.prompt_tokens - cached_prompt_tokens;
+        let ttft_s = input.base_latency_ms / 1e3 + uncached as f64 / input.prefill_tps;
         let ttft_ns = seconds_to_ns(ttft_s);
         let token_at = |i: u64| ttft_ns + seconds_to_ns(i as f64 / input.decode_tps);
 
@@ -74,6 +82,7 @@ impl Schedule {
         }
         Schedule {
             prompt_tokens: input.prompt_tokens,
+            cached_prompt_tokens,
             completion_tokens,
             reasoning_tokens: input.reasoning_tokens.min(completion_tokens),
             ttft_ns,
@@ -104,6 +113,7 @@ mod tests {
     fn input() -> ScheduleInput {
         ScheduleInput {
             prompt_tokens: 100,
+            cached_prompt_tokens: 0,
             max_tokens: 8,
             eos_after: None,
             reasoning_tokens: 0,
@@ -118,6 +128,15 @@ mod tests {
     fn ttft_is_base_latency_plus_prefill() {
         // 10 ms + 100 tokens / 1000 tok/s = 110 ms.
         assert_eq!(Schedule::plan(input()).ttft_ns, 110_000_000);
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_not_prefilled() {
+        // 10 ms + (100 − 60) tokens / 1000 tok/s = 50 ms.
+        let s = Schedule::plan(ScheduleInput { cached_prompt_tokens: 60, ..input() });
+        assert_eq!((s.ttft_ns, s.cached_prompt_tokens), (50_000_000, 60));
+        let s = Schedule::plan(ScheduleInput { cached_prompt_tokens: 500, ..input() });
+        assert_eq!((s.ttft_ns, s.cached_prompt_tokens), (10_000_000, 100), "never more than the prompt");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-use super::{Fault, Schedule, ScheduleInput, SimProfile};
+use super::{chat, Fault, PrefixCache, Schedule, ScheduleInput, SimProfile};
 use crate::corpus;
 use crate::tokens::count_reference_tokens;
 
@@ -28,6 +28,8 @@ struct Sim {
     started: Instant,
     /// What `leak_bytes_per_request` keeps.
     leaked: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// The prompts served, when `prefix_cache` is on.
+    prefix_cache: PrefixCache,
 }
 
 impl Sim {
@@ -49,7 +51,7 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 /// Serves the reference engine on `listener` until the process ends.
 pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result<()> {
     profile.validate()?;
-    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0), started: Instant::now(), leaked: Default::default() });
+    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0), started: Instant::now(), leaked: Default::default(), prefix_cache: PrefixCache::default() });
     let mut app = Router::new()
         .route("/health", get(health))
         .route("/version", get(version))
@@ -105,11 +107,13 @@ enum Api {
     Completions,
 }
 
-async fn chat_completions(State(sim): State<Arc<Sim>>, Json(body): Json<Value>) -> Response {
+// The body is taken as bytes and parsed after the arrival instant is taken: an agent turn's
+// body is tens of kilobytes of JSON, and its parsing is the engine's time, not the network's.
+async fn chat_completions(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     respond(sim, Api::Chat, body).await
 }
 
-async fn completions(State(sim): State<Arc<Sim>>, Json(body): Json<Value>) -> Response {
+async fn completions(State(sim): State<Arc<Sim>>, body: Bytes) -> Response {
     respond(sim, Api::Completions, body).await
 }
 
@@ -120,19 +124,22 @@ struct Ask {
     stream: bool,
     include_usage: bool,
     ignore_eos: bool,
+    /// The name of the tool the reply calls, when it is a tool call (docs/agent.md).
+    tool_call: Option<String>,
 }
 
 fn read_ask(api: Api, body: &Value) -> Result<Ask, String> {
-    let prompt_text = match api {
+    let (prompt_text, tool_call) = match api {
         Api::Chat => {
             let messages = body
                 .get("messages")
                 .and_then(Value::as_array)
                 .ok_or("`messages` must be an array")?;
-            messages.iter().map(message_text).collect::<Vec<_>>().join("\n")
+            let tools = body.get("tools");
+            (chat::prompt_text(messages, tools), chat::wants_tool_call(messages, tools))
         }
         Api::Completions => match body.get("prompt") {
-            Some(Value::String(s)) => s.clone(),
+            Some(Value::String(s)) => (s.clone(), None),
             _ => return Err("`prompt` must be a string".to_owned()),
         },
     };
@@ -147,24 +154,22 @@ fn read_ask(api: Api, body: &Value) -> Result<Ask, String> {
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         include_usage: body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
         ignore_eos: body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
+        tool_call,
     })
 }
 
-fn message_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
-        }
-        _ => String::new(),
-    }
-}
-
-async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
+async fn respond(sim: Arc<Sim>, api: Api, body: Bytes) -> Response {
     let arrived = Instant::now();
     if let Some(loading) = sim.loading() {
         return loading;
     }
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(e) => {
+            let error = json!({"error": {"message": format!("the body is not JSON: {e}"), "type": "invalid_request_error"}});
+            return (StatusCode::BAD_REQUEST, Json(error)).into_response();
+        }
+    };
     let index = sim.requests.fetch_add(1, Ordering::Relaxed);
     let profile = &sim.profile;
     if profile.leak_bytes_per_request > 0 {
@@ -189,8 +194,10 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
         }
     };
     let (prefill_factor, decode_factor) = jitter_factors(profile, index);
+    let cached_prompt_tokens = if profile.prefix_cache { sim.prefix_cache.serve(&ask.prompt_text) } else { 0 };
     let schedule = Schedule::plan(ScheduleInput {
         prompt_tokens: count_reference_tokens(&ask.prompt_text),
+        cached_prompt_tokens,
         max_tokens: ask.max_tokens,
         eos_after: if ask.ignore_eos { None } else { profile.eos_after },
         reasoning_tokens: profile.reasoning_tokens,
@@ -207,6 +214,8 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Value) -> Response {
         // A streamed reply carries usage only when asked; a whole reply always does (as OpenAI's).
         usage: profile.usage && (ask.include_usage || !ask.stream),
         timings: profile.timings,
+        prefix_cache: profile.prefix_cache,
+        tool_call: ask.tool_call.map(|name| (format!("call_sim_{index}"), name)),
         role_event: profile.role_event && api == Api::Chat,
         stall_after_tokens: match profile.fault {
             Some(Fault::HangBeforeFirstToken) => Some(0),
@@ -248,6 +257,10 @@ struct Reply {
     words: corpus::Words,
     usage: bool,
     timings: bool,
+    /// Report cached prompt tokens (usage and timings).
+    prefix_cache: bool,
+    /// The reply is a call of this tool: (call id, name). Its tokens are the arguments.
+    tool_call: Option<(String, String)>,
     role_event: bool,
     stall_after_tokens: Option<u64>,
     fault: Option<Fault>,
@@ -290,11 +303,47 @@ impl Reply {
 
     fn usage_json(&self) -> Value {
         let s = &self.schedule;
-        json!({
+        let mut usage = json!({
             "prompt_tokens": s.prompt_tokens,
             "completion_tokens": s.completion_tokens,
             "total_tokens": s.prompt_tokens + s.completion_tokens
-        })
+        });
+        if self.prefix_cache {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": s.cached_prompt_tokens});
+        }
+        usage
+    }
+
+    /// The delta of a token event: reasoning text, then content, or a tool call's argument
+    /// text (its opening before the first token, its closing after the last).
+    fn token_delta(&self, reasoning: &str, content: &str, first_token: u64, n_tokens: u64) -> Value {
+        let mut delta = serde_json::Map::new();
+        if !reasoning.is_empty() {
+            delta.insert("reasoning_content".into(), reasoning.into());
+        }
+        match &self.tool_call {
+            Some(_) if !content.is_empty() => {
+                let open = if first_token <= self.schedule.reasoning_tokens { "{\"query\":\"" } else { "" };
+                let close = if first_token + n_tokens == self.schedule.completion_tokens { "\"}" } else { "" };
+                // The words come as " word"; the first goes right after the opening quote.
+                let words = if open.is_empty() { content } else { content.strip_prefix(' ').unwrap_or(content) };
+                let arguments = format!("{open}{words}{close}");
+                delta.insert("tool_calls".into(), json!([{"index": 0, "function": {"arguments": arguments}}]));
+            }
+            Some(_) => {}
+            None => {
+                if !content.is_empty() || reasoning.is_empty() {
+                    delta.insert("content".into(), content.into());
+                }
+            }
+        }
+        Value::Object(delta)
+    }
+
+    /// A tool call's first delta: its id and name, no arguments (not a token).
+    fn tool_name_delta(&self) -> Option<Value> {
+        let (id, name) = self.tool_call.as_ref()?;
+        Some(json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}))
     }
 
     /// llama.cpp's `timings` fields, filled with the schedule; a streamed reply adds when its
@@ -304,7 +353,7 @@ impl Reply {
         let prompt_ms = s.ttft_ns as f64 / 1e6;
         let predicted_ms = s.decode_ns() as f64 / 1e6;
         let mut timings = json!({
-            "prompt_n": s.prompt_tokens,
+            "prompt_n": s.prompt_tokens - s.cached_prompt_tokens,
             "prompt_ms": prompt_ms,
             "prompt_per_token_ms": prompt_ms / s.prompt_tokens.max(1) as f64,
             "prompt_per_second": s.prompt_tokens as f64 / (prompt_ms / 1e3),
@@ -313,6 +362,11 @@ impl Reply {
             "predicted_per_token_ms": 1e3 / s.decode_tps,
             "predicted_per_second": s.decode_tps
         });
+        if self.prefix_cache {
+            // llama.cpp's name for the prompt tokens taken from its cache (`prompt_n` then
+            // counts only those it processed).
+            timings["cache_n"] = s.cached_prompt_tokens.into();
+        }
         if let Some((first, last)) = self.sent_ns {
             timings["sim_sent_first_token_ms"] = (first as f64 / 1e6).into();
             timings["sim_sent_last_token_ms"] = (last as f64 / 1e6).into();
@@ -341,6 +395,13 @@ fn stream_reply(mut reply: Reply) -> Response {
             let _ = tx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
             return;
         }
+        // The name goes out at once, long before the arguments: a client that took it for the
+        // first token would measure a TTFT of about nothing, and a test would see it.
+        if let Some(delta) = reply.tool_name_delta() {
+            if tx.send(Ok(sse(&reply.chunk(delta, "", None)))).await.is_err() {
+                return;
+            }
+        }
         let events = reply.schedule.events.clone();
         for event in events {
             let (reasoning, mut content) = reply.texts(event.first_token, event.n_tokens);
@@ -348,15 +409,9 @@ fn stream_reply(mut reply: Reply) -> Response {
                 // About a megabyte in one event: a client must neither choke nor miscount.
                 content.push_str(&" huge".repeat(200_000));
             }
-            let mut delta = serde_json::Map::new();
-            if !reasoning.is_empty() {
-                delta.insert("reasoning_content".into(), reasoning.clone().into());
-            }
-            if !content.is_empty() || reasoning.is_empty() {
-                delta.insert("content".into(), content.clone().into());
-            }
+            let delta = reply.token_delta(&reasoning, &content, event.first_token, event.n_tokens);
             let text = reasoning + &content;
-            let chunk = reply.chunk(Value::Object(delta), &text, None);
+            let chunk = reply.chunk(delta, &text, None);
             sleep_until(reply.arrived + Duration::from_nanos(event.at_ns), reply.precise_timer).await;
             // A fault strikes when the event it replaces is due, after the earlier ones left.
             if event.first_token >= reply.fault_after_tokens {
@@ -439,6 +494,10 @@ async fn whole_reply(mut reply: Reply) -> Response {
     let mut body = match reply.api {
         Api::Chat => {
             let mut message = json!({"role": "assistant", "content": content});
+            if let Some((id, name)) = &reply.tool_call {
+                let arguments = json!({"query": content.trim_start()}).to_string();
+                message = json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]});
+            }
             if !reasoning.is_empty() {
                 message["reasoning_content"] = reasoning.into();
             }

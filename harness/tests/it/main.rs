@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agent;
 mod cache_clear;
 mod cli;
 mod csv_io;

@@ -1,0 +1,158 @@
+//! The agent workload against the reference engine with its prefix cache: each turn's prompt
+//! and cached tokens worked out from the shipped traces and the sim's rendering, each turn's
+//! TTFT from the schedule (base latency + uncached tokens / prefill rate), and a tool call's
+//! TTFT taken at its first argument delta.
+//!
+//! Timing is held to the bar of the accuracy tests (harness/tests/accuracy): TTFT within 2 ms
+//! of the instant the sim sent the first argument delta (`--timings` says when), and that
+//! instant within `SIM_SLACK_MS` of the schedule, since on two busy cores the sim's own timer
+//! can wake a few milliseconds late.
+
+use harness::client::Prompt;
+use harness::pass::{Pass, RunRecord, Step, Workload};
+use harness::tokens::reference_tokens;
+use harness::workloads::agent;
+
+use crate::support::*;
+
+const TTFT_TOLERANCE_MS: f64 = 2.0;
+const SIM_SLACK_MS: f64 = 20.0;
+const BASE_LATENCY_MS: f64 = 15.0;
+const PREFILL_TPS: f64 = 20_000.0;
+
+fn sim_args(prefix_cache: bool) -> Vec<&'static str> {
+    let mut args = vec!["--timings", "--base-latency-ms", "15", "--prefill-tps", "20000", "--decode-tps", "1000"];
+    if prefix_cache {
+        args.push("--prefix-cache");
+    }
+    args
+}
+
+fn step(sessions: u32) -> Step {
+    Step { workload: Workload::Agent, target_prompt_tokens: 0, max_tokens: 8, warmup: 0, runs: sessions, ignore_eos: false, duration_s: None, top_logprobs: None }
+}
+
+/// The reference tokens of the prompt the sim renders for a turn, from the workload's own jobs.
+fn turn_tokens(sessions: u32, session: u32) -> Vec<Vec<String>> {
+    agent::jobs(&step(sessions), session, false)
+        .unwrap()
+        .iter()
+        .map(|job| {
+            let Prompt::Conversation { messages, tools } = &*job.prompt else { panic!("agent turns are conversations") };
+            reference_tokens(&harness::sim::prompt_text(messages, tools.as_ref())).into_iter().map(str::to_owned).collect()
+        })
+        .collect()
+}
+
+fn common_prefix(a: &[String], b: &[String]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn runs_of(pass: &Pass, session: u32) -> Vec<&RunRecord> {
+    let mut runs: Vec<_> = pass.runs.iter().filter(|r| r.session == Some(session)).collect();
+    runs.sort_by_key(|r| r.turn);
+    runs
+}
+
+/// TTFT within 2 ms of when the sim sent its first argument delta, and that within
+/// `SIM_SLACK_MS` of the schedule.
+fn assert_ttft(run: &RunRecord, scheduled_ms: f64) {
+    let sent = run.timings.as_ref().and_then(|t| t["sim_sent_first_token_ms"].as_f64()).expect("the sim runs with --timings");
+    let what = format!("session {:?} turn {:?}", run.session, run.turn);
+    assert!((sent - scheduled_ms).abs() < SIM_SLACK_MS, "{what}: the sim sent its first token at {sent} ms, scheduled {scheduled_ms}");
+    let ttft = run.ttft_ms.unwrap();
+    assert!((ttft - sent).abs() < TTFT_TOLERANCE_MS, "{what}: ttft {ttft} ms; sent at {sent} ms, scheduled {scheduled_ms}");
+}
+
+/// Every turn is a streamed tool call whose first token is its first argument delta: the
+/// name-only delta before it (sent as the request arrives) is not a token.
+fn assert_tool_call(run: &RunRecord) {
+    assert_eq!(run.tool_call, Some(true));
+    let first = run.events.iter().position(|e| e.carries_tokens()).unwrap();
+    assert_eq!(first, 2, "the role event and the name-only delta precede the arguments");
+    assert!(run.events[first].tool_args.starts_with("{\"query\":\""), "{:?}", run.events[first]);
+    let arguments: String = run.events.iter().map(|e| e.tool_args.as_str()).collect();
+    let arguments: serde_json::Value = serde_json::from_str(&arguments).expect("the argument deltas make one JSON text");
+    assert!(arguments["query"].is_string());
+    // Taking the name delta for the first token would measure about nothing.
+    assert!(run.ttft_ms.unwrap() > BASE_LATENCY_MS - 1.0);
+}
+
+#[test]
+fn each_turn_is_charged_prefill_only_past_the_cached_prefix() {
+    let sim = Sim::start(&sim_args(true));
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--workload", "agent", "--sessions", "2", "--max-tokens", "8"]);
+    let traces = agent::traces().unwrap();
+    assert_eq!(pass.runs.len(), traces[0].n_turns() + traces[1].n_turns());
+
+    // At concurrency 1 the sim serves session 0's turns, then session 1's: each turn's cached
+    // tokens are its longest common prefix with any prompt served before it.
+    let mut served: Vec<Vec<String>> = Vec::new();
+    for session in 0..2 {
+        let runs = runs_of(&pass, session);
+        let expected = turn_tokens(2, session);
+        assert_eq!(runs.len(), expected.len());
+        for (turn, (run, tokens)) in runs.iter().zip(&expected).enumerate() {
+            assert_eq!((run.workload, run.turn, run.error.as_ref()), (Workload::Agent, Some(turn as u32), None));
+            assert_eq!(run.prompt_id.as_deref(), Some(traces[session as usize].id.as_str()));
+            let cached = served.iter().map(|p| common_prefix(p, tokens)).max().unwrap_or(0) as u64;
+            let prompt = tokens.len() as u64;
+            assert_eq!(run.prompt_tokens, Some(prompt), "session {session} turn {turn}");
+            assert_eq!(run.cached_prompt_tokens, Some(cached), "session {session} turn {turn}");
+            assert_eq!(run.timings.as_ref().unwrap()["cache_n"].as_u64(), Some(cached));
+            if turn > 0 {
+                // The trace's own reply is replayed: the whole previous turn is a prefix.
+                assert_eq!(cached, expected[turn - 1].len() as u64, "session {session} turn {turn}");
+            }
+            assert_eq!(run.completion_tokens, Some(8));
+            assert_tool_call(run);
+            assert_ttft(run, BASE_LATENCY_MS + (prompt - cached) as f64 / PREFILL_TPS * 1e3);
+            served.push(tokens.clone());
+        }
+        // Sessions start cold: another session's prompts share only the first few tokens.
+        assert!(runs[0].cached_prompt_tokens.unwrap() < 16, "{:?}", runs[0].cached_prompt_tokens);
+    }
+}
+
+#[test]
+fn an_engine_without_a_prefix_cache_says_nothing_of_cached_tokens_and_prefills_everything() {
+    let sim = Sim::start(&sim_args(false));
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--workload", "agent", "--sessions", "1", "--max-tokens", "8"]);
+    let runs = runs_of(&pass, 0);
+    let expected = turn_tokens(1, 0);
+    assert_eq!(runs.len(), expected.len());
+    for (run, tokens) in runs.iter().zip(&expected) {
+        assert_eq!(run.cached_prompt_tokens, None, "absent where the engine says nothing, never guessed");
+        assert_eq!(run.prompt_tokens, Some(tokens.len() as u64));
+        assert_tool_call(run);
+        assert_ttft(run, BASE_LATENCY_MS + tokens.len() as f64 / PREFILL_TPS * 1e3);
+    }
+}
+
+#[test]
+fn sessions_run_side_by_side_each_in_order() {
+    let sim = Sim::start(&sim_args(true));
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--workload", "agent", "--sessions", "3", "--concurrency", "2", "--max-tokens", "8"]);
+    let traces = agent::traces().unwrap();
+    assert_eq!(pass.runs.len(), (0..3).map(|i| traces[i].n_turns()).sum::<usize>());
+    // Two sessions' first turns share their first few tokens and no more.
+    let shared = common_prefix(&turn_tokens(3, 0)[0], &turn_tokens(3, 1)[0]) as u64;
+    for session in 0..3 {
+        let runs = runs_of(&pass, session);
+        let expected = turn_tokens(3, session);
+        assert_eq!(runs.len(), expected.len());
+        assert!([0, shared].contains(&runs[0].cached_prompt_tokens.unwrap()), "turn 0 is cold: {:?}", runs[0].cached_prompt_tokens);
+        for turn in 1..runs.len() {
+            // In order: a turn starts after the one before it, and finds all of it cached,
+            // however the other session's turns fall in between.
+            assert!(runs[turn].started_unix_ms >= runs[turn - 1].started_unix_ms);
+            assert_eq!(runs[turn].cached_prompt_tokens, Some(expected[turn - 1].len() as u64), "session {session} turn {turn}");
+        }
+    }
+    // Side by side: session 1 began before session 0 ended.
+    let (s0, s1) = (runs_of(&pass, 0), runs_of(&pass, 1));
+    assert!(s1[0].started_unix_ms <= s0.last().unwrap().started_unix_ms, "sessions 0 and 1 overlap at concurrency 2");
+}
