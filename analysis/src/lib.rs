@@ -9,6 +9,7 @@ pub mod band;
 pub mod cells;
 pub mod diff;
 pub mod leaderboard;
+pub mod quality;
 pub mod ranksum;
 pub mod reasons;
 pub mod runs;
