@@ -59,3 +59,18 @@ fn a_diff_counts_the_false_calls_chance_would_give_and_holm_says_what_it_withdre
     let html = report::diff::to_html(&d).unwrap();
     assert!(html.contains("it withdrew 1 call(s)"), "{html}");
 }
+
+#[test]
+fn the_chart_draws_a_whisker_only_where_the_table_prints_a_band() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Sustained decode at 3, 3, 2 and 2 runs (three-three, three-four, two-five, two-four).
+    let p = pass("low-n-a.csv", "fx-lown-a", &tmp);
+    let r = report::render_pass(&p, &analysis::cells::summarize(&p).unwrap()).unwrap();
+    let chart = r.charts.iter().find(|c| c.file == "decode-by-cell.svg").unwrap();
+    // Every cell gets its median dot; whiskers (the 2-pixel strokes) only the two 3-run cells,
+    // which are also the only two with a band in the table.
+    assert_eq!(chart.svg.matches("<circle").count(), 4);
+    assert_eq!(chart.svg.matches(r#"stroke-width="2" points="#).count(), 2, "{}", chart.svg);
+    let sustained = r.markdown.split("## Sustained decode").nth(1).unwrap().split("## ").next().unwrap();
+    assert_eq!(sustained.matches('±').count() + sustained.matches("%/−").count(), 2, "{sustained}");
+}
