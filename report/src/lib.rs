@@ -7,6 +7,7 @@
 
 pub mod charts;
 pub mod diff;
+pub mod quality;
 pub mod summary;
 pub mod view;
 
