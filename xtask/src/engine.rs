@@ -2,7 +2,8 @@
 //! from the package registries alone. The PyPI source package `llama-cpp-python` vendors the
 //! whole llama.cpp tree (server, vocab-only GGUF files, the gguf Python package); cmake builds
 //! `llama-server` from it, and `make_llama_gguf.py` writes seeded random-weight models on the
-//! shipped vocabulary. Everything lands in a per-user cache keyed by version and is reused by
+//! shipped vocabulary; `llama-quantize`, built from the same tree, turns the tiny model into the
+//! f16 and q8_0 pair the quality test compares (docs/quality.md). Everything lands in a per-user cache keyed by version and is reused by
 //! every later run, CI included. `cargo xtask engine install mlx-lm` does the same for mlx-lm
 //! on MLX's Linux CPU backend.
 
@@ -47,13 +48,17 @@ fn sh(command: &mut Command, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds (once) and returns the install folder: bin/llama-server, the vocab, gguf-py, and
-/// models/tiny.gguf and models/small.gguf.
+/// Builds (once) and returns the install folder: bin/llama-server, bin/llama-quantize, the
+/// vocab, gguf-py, models/tiny.gguf and models/small.gguf, and the tiny model as
+/// models/tiny-f16.gguf and models/tiny-q8_0.gguf.
 pub fn install_llama_cpp() -> anyhow::Result<PathBuf> {
     let dir = llama_cpp_dir()?;
     let server = dir.join("bin/llama-server");
     if !server.exists() {
         build_llama_server(&dir)?;
+    }
+    if !dir.join("bin/llama-quantize").exists() {
+        build_llama_quantize(&dir)?;
     }
     for size in ["tiny", "small"] {
         let model = dir.join(format!("models/{size}.gguf"));
@@ -61,13 +66,25 @@ pub fn install_llama_cpp() -> anyhow::Result<PathBuf> {
             make_model(&dir, size, &model)?;
         }
     }
+    // The quality pair: one random model at two precisions. The q8_0 is made from the f16, so
+    // the only difference between them is q8_0's rounding.
+    let tiny = dir.join("models/tiny.gguf");
+    let f16 = dir.join("models/tiny-f16.gguf");
+    if !f16.exists() {
+        quantize(&dir, &tiny, &f16, "F16")?;
+    }
+    let q8 = dir.join("models/tiny-q8_0.gguf");
+    if !q8.exists() {
+        quantize(&dir, &f16, &q8, "Q8_0")?;
+    }
     Ok(dir)
 }
 
-fn build_llama_server(dir: &Path) -> anyhow::Result<()> {
-    let work = dir.with_extension("build");
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work)?;
+/// Downloads the source package into `work` (emptied first) and returns its llama.cpp tree,
+/// configured for a portable CPU build in `<tree>/build`.
+fn configured_tree(work: &Path) -> anyhow::Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work)?;
     step(&format!("downloading the llama-cpp-python {LLAMA_CPP_PYTHON} source package"));
     sh(
         Command::new("python3")
@@ -101,10 +118,21 @@ fn build_llama_server(dir: &Path) -> anyhow::Result<()> {
             .stdout(std::process::Stdio::null()),
         "cmake configure (is cmake installed? apt-get install cmake)",
     )?;
+    Ok(tree)
+}
+
+fn build_jobs() -> String {
+    std::thread::available_parallelism().map_or(2, |n| n.get()).to_string()
+}
+
+fn build_llama_server(dir: &Path) -> anyhow::Result<()> {
+    let work = dir.with_extension("build");
+    let tree = configured_tree(&work)?;
     step("building llama-server (about 10 minutes on 2 cores; cmake prints its progress)");
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()).to_string();
+    // llama-quantize shares the libraries llama-server needs, so building it here costs
+    // little; an install made before it was added gets it from build_llama_quantize.
     sh(
-        Command::new("cmake").arg("--build").arg(tree.join("build")).args(["--target", "llama-server", "-j", &jobs]),
+        Command::new("cmake").arg("--build").arg(tree.join("build")).args(["--target", "llama-server", "llama-quantize", "-j", &build_jobs()]),
         "cmake build",
     )?;
     let staging = dir.with_extension("staging");
@@ -112,6 +140,7 @@ fn build_llama_server(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(staging.join("bin"))?;
     std::fs::create_dir_all(staging.join("models"))?;
     std::fs::copy(tree.join("build/bin/llama-server"), staging.join("bin/llama-server"))?;
+    std::fs::copy(tree.join("build/bin/llama-quantize"), staging.join("bin/llama-quantize"))?;
     std::fs::copy(tree.join("models/ggml-vocab-llama-spm.gguf"), staging.join("ggml-vocab-llama-spm.gguf"))?;
     sh(Command::new("cp").arg("-r").arg(tree.join("gguf-py")).arg(staging.join("gguf-py")), "copying gguf-py")?;
     // Appear whole or not at all: a build killed half-way leaves no install that looks complete.
@@ -119,6 +148,45 @@ fn build_llama_server(dir: &Path) -> anyhow::Result<()> {
     std::fs::rename(&staging, dir)?;
     let _ = std::fs::remove_dir_all(&work);
     step(&format!("installed in {}", dir.display()));
+    Ok(())
+}
+
+/// Adds `bin/llama-quantize` to an install that has llama-server but not it, built from the
+/// same source package and flags (the libraries are compiled again: the server's build folder
+/// is not kept, as it is ten times the size of the install).
+fn build_llama_quantize(dir: &Path) -> anyhow::Result<()> {
+    let work = dir.with_extension("quantize-build");
+    let tree = configured_tree(&work)?;
+    step("building llama-quantize (about 8 minutes on 2 cores; cmake prints its progress)");
+    sh(
+        Command::new("cmake").arg("--build").arg(tree.join("build")).args(["--target", "llama-quantize", "-j", &build_jobs()]),
+        "cmake build",
+    )?;
+    // Copied under a temporary name and renamed, so that a half-copied binary never looks installed.
+    let tmp = dir.join("bin/llama-quantize.tmp");
+    std::fs::copy(tree.join("build/bin/llama-quantize"), &tmp).context("copying llama-quantize")?;
+    std::fs::rename(&tmp, dir.join("bin/llama-quantize"))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// `llama-quantize IN OUT TYPE`, written under a temporary name first.
+fn quantize(dir: &Path, input: &Path, out: &Path, kind: &str) -> anyhow::Result<()> {
+    step(&format!("writing {} ({kind} of {})", out.display(), input.display()));
+    let tmp = out.with_extension("gguf.tmp");
+    // It lists every tensor it converts: kept for an error, not printed on success.
+    let output = Command::new(dir.join("bin/llama-quantize"))
+        .arg(input)
+        .arg(&tmp)
+        .arg(kind)
+        .output()
+        .context("llama-quantize: could not start it")?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(10).collect();
+        anyhow::bail!("llama-quantize to {kind} failed ({}):\n{}", output.status, tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+    }
+    std::fs::rename(&tmp, out)?;
     Ok(())
 }
 

@@ -9,6 +9,7 @@ mod bench_report;
 mod check_targets;
 mod demo;
 mod engine;
+mod quality;
 mod reports;
 
 use std::process::ExitCode;
@@ -25,6 +26,9 @@ tasks:
   diff PASS_A PASS_B --out FILE [--correction none|holm]
                           what changed from A to B; Markdown, HTML or CSV by FILE's extension;
                           holm: Holm's family-wise correction over the rows tested
+  quality --reference PASS[:CELL] PASS... --out FILE
+                          every cell's greedy output and top-K KL against the reference cell
+                          (docs/quality.md); Markdown, HTML or CSV by FILE's extension
   leaderboard PASS... --out FILE.csv
                           one leaderboard over several passes
   engine install llama-cpp|mlx-lm
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         ["report", rest @ ..] => reports::report(rest),
         ["engine", rest @ ..] => engine::run(rest),
         ["diff", rest @ ..] => reports::diff(rest),
+        ["quality", rest @ ..] => quality::run(rest),
         ["leaderboard", rest @ ..] => reports::leaderboard(rest),
         ["bench", "client", rest @ ..] => bench::client(rest),
         ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
