@@ -14,6 +14,7 @@ mod hostile;
 mod hostile_files;
 mod hostile_numbers;
 mod llama_cpp;
+mod llama_cpp_agent;
 mod mlx_lm;
 mod plans;
 mod process_groups;
