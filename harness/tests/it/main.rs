@@ -15,6 +15,7 @@ mod hostile_files;
 mod hostile_numbers;
 mod llama_cpp;
 mod llama_cpp_agent;
+mod llama_cpp_quality;
 mod mlx_lm;
 mod plans;
 mod process_groups;
