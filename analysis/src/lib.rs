@@ -5,6 +5,7 @@
 //! no writing. Rendering the figures into files is the job of `xtask` and the templates.
 //! docs/statistics.md explains the method.
 
+pub mod agent;
 pub mod band;
 pub mod cells;
 pub mod diff;
