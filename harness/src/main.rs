@@ -33,6 +33,7 @@ enum Command {
     Sim(SimArgs),
     Export(ExportArgs),
     Import(ImportArgs),
+    List(ListArgs),
 }
 
 /// Plan files.
@@ -292,6 +293,19 @@ struct SimArgs {
     prefix_cache: bool,
 }
 
+/// The passes under a folder, newest first: start time, status, runs, engines × models.
+///   benchpass list                  under data/passes (or the current folder without it)
+///   benchpass list ~/bench --json   as JSON, for scripts
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct ListArgs {
+    /// Where to look (three levels deep) [default: data/passes, else the current folder].
+    dir: Option<PathBuf>,
+    /// One JSON object per pass, in an array: dir, pass_id, started_at, status, runs, cells.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Write a pass's runs as CSV (the columns are fixed; see docs/raw-format.md).
 #[derive(clap::Args)]
 struct ExportArgs {
@@ -352,7 +366,12 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", harness::progress::printable(&format!("{e:#}")));
+            // Line by line: a message may span lines (every problem of a plan), and each line
+            // is made printable on its own (no escapes from a server or a file reach the terminal).
+            for (i, line) in format!("{e:#}").lines().enumerate() {
+                let head = if i == 0 { "error: " } else { "  " };
+                eprintln!("{head}{}", harness::progress::printable(line));
+            }
             ExitCode::FAILURE
         }
     }
@@ -414,7 +433,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim(args) => sim_command(args),
+        Command::List(args) => list_command(&args),
         Command::Export(args) => {
+            if let Some(message) = harness::pass::listing::not_a_pass(&args.pass) {
+                anyhow::bail!(message);
+            }
             let pass = harness::pass::read_pass(&args.pass)?;
             if let Some(torn) = &pass.torn_tail {
                 eprintln!(
@@ -469,6 +492,75 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
+fn list_command(args: &ListArgs) -> anyhow::Result<ExitCode> {
+    let default = PathBuf::from("data/passes");
+    let root = args.dir.clone().unwrap_or_else(|| if default.is_dir() { default } else { PathBuf::from(".") });
+    anyhow::ensure!(root.is_dir(), "{} is not a folder", root.display());
+    let found = harness::pass::listing::find_passes(&root);
+    let runs_of = |dir: &std::path::Path| -> Option<u64> {
+        use std::io::Read as _;
+        let mut file = std::fs::File::open(dir.join(harness::pass::RUNS_FILE)).ok()?;
+        let (mut lines, mut buffer) = (0u64, vec![0u8; 1 << 16]);
+        loop {
+            let n = file.read(&mut buffer).ok()?;
+            if n == 0 {
+                return Some(lines);
+            }
+            lines += buffer[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+    };
+    if args.json {
+        let rows: Vec<serde_json::Value> = found
+            .iter()
+            .map(|f| match &f.info {
+                Ok(info) => serde_json::json!({
+                    "dir": f.dir,
+                    "pass_id": info.pass_id,
+                    "started_at": info.started_at,
+                    "status": info.status,
+                    "runs": runs_of(&f.dir),
+                    "cells": info.cells.iter().map(|c| serde_json::json!({"engine": c.engine.name, "model": c.model, "lane": c.lane})).collect::<Vec<_>>(),
+                }),
+                Err(why) => serde_json::json!({"dir": f.dir, "error": why}),
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if found.is_empty() {
+        eprintln!("no passes under {}", root.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut table = vec![["started".to_owned(), "status".to_owned(), "runs".to_owned(), "engines × models".to_owned(), "pass".to_owned()]];
+    for f in &found {
+        let dir = f.dir.display().to_string();
+        table.push(match &f.info {
+            Ok(info) => {
+                let mut cells: Vec<String> = info.cells.iter().map(|c| format!("{} × {}", c.engine.name, c.model)).collect();
+                cells.dedup();
+                // `2026-11-30T10:31:45Z` → `2026-11-30 10:31`
+                let started = info.started_at.replace('T', " ").chars().take(16).collect();
+                let status = serde_json::to_value(info.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+                [started, status, runs_of(&f.dir).map_or("?".to_owned(), |n| n.to_string()), cells.join(", "), dir]
+            }
+            Err(why) => ["?".to_owned(), "unreadable".to_owned(), "?".to_owned(), why.clone(), dir],
+        });
+    }
+    let widths: Vec<usize> = (0..4).map(|c| table.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    for row in &table {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            match c {
+                4 => line.push_str(cell),
+                2 => line.push_str(&format!("{cell:>w$}  ", w = widths[c])),
+                _ => line.push_str(&format!("{cell:<w$}  ", w = widths[c])),
+            }
+        }
+        println!("{}", harness::progress::printable(&line));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     anyhow::ensure!(value.is_finite() && value > 0.0, "--{flag} must be a positive number of seconds");
     Ok(Duration::from_secs_f64(value))
@@ -477,7 +569,8 @@ fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
 fn load_plan(path: &std::path::Path) -> anyhow::Result<harness::plan::Plan> {
     harness::plan::load(path).map_err(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        anyhow::anyhow!("{} problem(s) in the plan:\n{}", errors.len(), lines.join("\n"))
+        let problems = if errors.len() == 1 { "1 problem".to_owned() } else { format!("{} problems", errors.len()) };
+        anyhow::anyhow!("{problems} in the plan:\n{}", lines.join("\n"))
     })
 }
 

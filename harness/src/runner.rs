@@ -219,6 +219,37 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
     }
 }
 
+/// What a pass against a running server would do, without touching the server or the disk.
+pub fn dry_run(options: &RunOptions) -> String {
+    let model = if options.pick_model { "(the model the server lists)" } else { options.request.model.as_str() };
+    let mut out = format!("c0: {} × {model} at {}\n", options.engine, options.url);
+    let (mut requests, mut tokens) = (0u64, 0u64);
+    for step in &options.steps {
+        let what = match step.workload {
+            w if w.has_prompt_targets() => format!("{} {}", w.as_str(), step.target_prompt_tokens),
+            w => w.as_str().to_owned(),
+        };
+        // Agent runs are sessions of many turns and quality runs rounds of many prompts: their
+        // request counts are known once the workload's own prompts are read.
+        let unit = match step.workload {
+            Workload::Agent => "sessions",
+            Workload::Quality => "rounds",
+            _ => "runs",
+        };
+        out.push_str(&format!("  {what}: {} warmup + {} {unit} × {} tokens\n", step.warmup, step.runs, step.max_tokens));
+        let n = u64::from(step.warmup) + u64::from(step.runs);
+        requests += n;
+        tokens += n * step.max_tokens;
+    }
+    // As a plan's dry run: 30 tok/s is a slow laptop's decode, so the estimate is high.
+    let seconds = tokens as f64 / 30.0 / f64::from(options.concurrency.max(1));
+    out.push_str(&format!(
+        "\n{requests} runs, {tokens} tokens at concurrency {}: about {seconds:.0} s of decoding at 30 tok/s a stream\n",
+        options.concurrency
+    ));
+    out
+}
+
 /// The model to ask for when the user named none: the one model the server lists, else an
 /// error that lists what it does list.
 pub async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> anyhow::Result<String> {

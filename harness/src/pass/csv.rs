@@ -104,8 +104,9 @@ fn export(pass: &Pass, out: impl Write, for_spreadsheet: bool) -> anyhow::Result
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("{path}: {source}")]
-    Read { path: PathBuf, source: csv::Error },
+    // `cause`, not `source`: the message carries it, and a chain would print it twice.
+    #[error("{path}: {cause}")]
+    Read { path: PathBuf, cause: csv::Error },
     #[error("{path}:1: missing column `{column}`; the header must name: {}", COLUMNS.join(", "))]
     MissingColumn { path: PathBuf, column: &'static str },
     #[error("{path}:{line}: column `{column}`: expected {expected}, found `{found}`")]
@@ -134,8 +135,8 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_path(csv_path)
-        .map_err(|source| ImportError::Read { path: path.clone(), source })?;
-    let headers = reader.headers().map_err(|source| ImportError::Read { path: path.clone(), source })?.clone();
+        .map_err(|cause| ImportError::Read { path: path.clone(), cause })?;
+    let headers = reader.headers().map_err(|cause| ImportError::Read { path: path.clone(), cause })?.clone();
     let index: HashMap<&str, usize> = headers.iter().enumerate().map(|(i, h)| (h, i)).collect();
     let mut columns = HashMap::new();
     for column in COLUMNS {
@@ -150,7 +151,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
 
     let mut passes: Vec<PassBuild> = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|source| ImportError::Read { path: path.clone(), source })?;
+        let record = record.map_err(|cause| ImportError::Read { path: path.clone(), cause })?;
         let line = record.position().map_or(0, |p| p.line());
         let row = Row { path: &path, line, record: &record, columns: &columns };
         let pass_id = row.text("pass_id")?;

@@ -3,6 +3,7 @@
 
 pub mod csv;
 pub mod format;
+pub mod listing;
 pub mod llama_bench;
 pub mod store;
 mod syncer;

@@ -13,17 +13,19 @@ pub const RUNS_FILE: &str = "runs.jsonl";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PassError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: not a benchpass pass.json: {source}")]
-    BadPassFile { path: PathBuf, source: serde_json::Error },
+    // `cause`, not `source`, here and below: the message carries it, and a chain would print
+    // it twice ("(os error 2): … (os error 2)").
+    #[error("{path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
+    #[error("{path}: not a benchpass pass.json: {cause}")]
+    BadPassFile { path: PathBuf, cause: serde_json::Error },
     #[error(
         "{path}: schema version {found} is newer than this benchpass reads ({SCHEMA_VERSION}); \
          upgrade benchpass"
     )]
     NewerSchema { path: PathBuf, found: u32 },
-    #[error("{path}:{line}: not a run record: {source}")]
-    BadRun { path: PathBuf, line: usize, source: serde_json::Error },
+    #[error("{path}:{line}: not a run record: {cause}")]
+    BadRun { path: PathBuf, line: usize, cause: serde_json::Error },
     #[error("{path}:{line}: {message}")]
     ImpossibleRun { path: PathBuf, line: usize, message: String },
     #[error("{path} already holds a pass; choose an empty or new --out folder")]
@@ -60,7 +62,7 @@ fn disk_full_hint(e: &std::io::Error) -> &'static str {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PassError + '_ {
-    move |source| PassError::Io { path: path.to_owned(), source }
+    move |cause| PassError::Io { path: path.to_owned(), cause }
 }
 
 /// A pass being written.
@@ -277,7 +279,7 @@ pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
             },
             // Only the last line can be torn: a writer that died mid-append leaves no newline.
             Err(_) if !complete => torn_tail = Some(TornTail { line: number, bytes: line.len() }),
-            Err(source) => return Err(PassError::BadRun { path: runs_path, line: number, source }),
+            Err(cause) => return Err(PassError::BadRun { path: runs_path, line: number, cause }),
         }
     }
     Ok(Pass { dir: dir.to_owned(), info, runs, torn_tail })
@@ -305,11 +307,11 @@ pub fn read_pass_info(dir: &Path) -> Result<PassInfo, PassError> {
         schema_version: u32,
     }
     let version: Version =
-        serde_json::from_str(&text).map_err(|source| PassError::BadPassFile { path: path.clone(), source })?;
+        serde_json::from_str(&text).map_err(|cause| PassError::BadPassFile { path: path.clone(), cause })?;
     if version.schema_version > SCHEMA_VERSION {
         return Err(PassError::NewerSchema { path, found: version.schema_version });
     }
-    serde_json::from_str(&text).map_err(|source| PassError::BadPassFile { path, source })
+    serde_json::from_str(&text).map_err(|cause| PassError::BadPassFile { path, cause })
 }
 
 /// Reads many passes, spread over all cores (a leaderboard may read thousands); in order.

@@ -192,7 +192,11 @@ pub struct PlanError {
 
 impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.path.display(), self.line, self.message)?;
+        // Line 0: the problem is the file as a whole (it cannot be read), not a line of it.
+        match self.line {
+            0 => write!(f, "{}: {}", self.path.display(), self.message)?,
+            line => write!(f, "{}:{line}: {}", self.path.display(), self.message)?,
+        }
         if let Some(hint) = &self.hint {
             write!(f, "\n  hint: {hint}")?;
         }

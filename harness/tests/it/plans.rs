@@ -429,7 +429,7 @@ fn kill_9_then_resume(head: &str, warmup: u32, n_runs: usize) {
     }
     assert!(kills >= 3, "the kills landed mid-pass ({kills})");
     let finish = benchpass(&run_args(out.join(harness::pass::PASS_FILE).exists()).iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(finish.status.success(), "{}", String::from_utf8_lossy(&finish.stderr));
+    assert!(finish.status.success(), "{:?}: {}", finish.status, String::from_utf8_lossy(&finish.stderr));
 
     let pass = read_pass(&out).unwrap();
     assert_eq!(pass.info.status, harness::pass::PassStatus::Complete);
