@@ -153,6 +153,21 @@ pub struct StreamOutcome {
     pub retry_after: Option<Duration>,
     /// The reply called a tool (a `delta.tool_calls` entry arrived, name-only included).
     pub tool_call: bool,
+    /// Where the stream contradicted itself (a second, different finish reason; a second usage
+    /// with another prompt count or fewer completion tokens): the last value is kept, and each
+    /// contradiction is said here, at most [`MAX_CONFLICTS`].
+    pub conflicts: Vec<String>,
+}
+
+/// Contradictions kept per run: enough to see the pattern, bounded for a hostile stream.
+pub const MAX_CONFLICTS: usize = 8;
+
+impl StreamOutcome {
+    fn conflict(&mut self, what: String) {
+        if self.conflicts.len() < MAX_CONFLICTS {
+            self.conflicts.push(crate::probe::server_string(&what));
+        }
+    }
 }
 
 fn error(class: &str, message: impl Into<String>) -> Option<RunError> {
@@ -318,9 +333,24 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         .collect();
     let logprobs = choice.and_then(|c| c.get("logprobs")).map(read_logprobs).unwrap_or_default();
     if let Some(reason) = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str) {
+        if let Some(before) = outcome.finish_reason.as_deref().filter(|b| *b != reason) {
+            let what = format!("finish_reason `{before}`, then `{reason}`");
+            outcome.conflict(what);
+        }
         outcome.finish_reason = Some(reason.to_owned());
     }
     if let Some(usage) = payload.get("usage").filter(|u| u.is_object()) {
+        // A server may send usage in every chunk (vLLM's continuous usage stats): counts that
+        // grow are progress; another prompt count, or fewer completion tokens, is not.
+        if let Some(before) = &outcome.usage {
+            let count = |u: &Value, key: &str| u.get(key).and_then(Value::as_u64);
+            let prompt_changed = count(before, "prompt_tokens") != count(usage, "prompt_tokens");
+            let completion_fell = count(usage, "completion_tokens") < count(before, "completion_tokens");
+            if prompt_changed || completion_fell {
+                let what = format!("usage {before}, then {usage}");
+                outcome.conflict(what);
+            }
+        }
         outcome.usage = Some(usage.clone());
     }
     if let Some(timings) = payload.get("timings").filter(|t| t.is_object()) {
@@ -526,6 +556,31 @@ mod tests {
         assert_eq!(body["messages"].as_array().map(Vec::len), Some(2));
         assert_eq!(body["tools"][0]["function"]["name"], "f");
         assert!(body.get("logprobs").is_none());
+    }
+
+    #[test]
+    fn a_stream_that_contradicts_itself_keeps_the_last_value_and_says_so() {
+        let mut outcome = StreamOutcome::default();
+        for chunk in [
+            json!({"choices": [{"delta": {}, "finish_reason": "length"}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+            // Growing counts are progress, not a contradiction.
+            json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 7}}),
+            json!({"choices": [], "usage": {"prompt_tokens": 99, "completion_tokens": 7}}),
+        ] {
+            read_event(&chunk, 0, 0, &mut outcome);
+        }
+        assert_eq!(outcome.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(outcome.usage.as_ref().and_then(|u| u["prompt_tokens"].as_u64()), Some(99));
+        assert_eq!(outcome.conflicts.len(), 2, "{:?}", outcome.conflicts);
+        assert_eq!(outcome.conflicts[0], "finish_reason `length`, then `stop`");
+        assert!(outcome.conflicts[1].starts_with("usage {\"completion_tokens\":7,\"prompt_tokens\":10}, then"), "{}", outcome.conflicts[1]);
+        for _ in 0..100 {
+            read_event(&json!({"choices": [{"delta": {}, "finish_reason": "length"}]}), 0, 0, &mut outcome);
+            read_event(&json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}), 0, 0, &mut outcome);
+        }
+        assert_eq!(outcome.conflicts.len(), MAX_CONFLICTS, "bounded");
     }
 
     #[test]

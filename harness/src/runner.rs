@@ -670,6 +670,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         cached_prompt_tokens,
         tool_call,
         top_logprobs: job.top_logprobs,
+        stream_conflicts: outcome.conflicts,
         events: outcome.events,
     }
 }

@@ -369,6 +369,10 @@ pub struct RunRecord {
     /// Quality workload: the number of alternatives asked for per token (`top_logprobs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_logprobs: Option<u32>,
+    /// Where the server's stream contradicted itself (two different finish reasons, a usage
+    /// that changed its prompt count or lost tokens); the run keeps the last value of each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stream_conflicts: Vec<String>,
     /// Every SSE event that carried a JSON payload, in arrival order; empty for imported runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventRecord>,
@@ -473,6 +477,7 @@ impl RunRecord {
             cached_prompt_tokens: None,
             tool_call: None,
             top_logprobs: None,
+            stream_conflicts: vec![],
             events: vec![],
         }
     }

@@ -295,3 +295,27 @@ fn a_compressed_stream_and_a_redirect_are_named_and_a_huge_version_is_cut() {
     assert_eq!(version.chars().count(), 201);
     assert!(version.ends_with('…'));
 }
+
+#[test]
+fn a_stream_that_contradicts_itself_is_recorded_with_its_contradictions() {
+    let server = streaming(|stream| {
+        for word in ["a", "b", "c"] {
+            let _ = stream.write_all(chunk(word).as_bytes());
+        }
+        let _ = stream.write_all(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n");
+        let _ = stream.write_all(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+        let _ = stream.write_all(b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":3}}\n\n");
+        let _ = stream.write_all(b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":3}}\n\n");
+        let _ = stream.write_all(b"data: [DONE]\n\n");
+    });
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = benchpass(&["run", "--url", &server.url, "--model", "m", "--runs", "1", "--max-tokens", "3", "--progress", "quiet", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let run = read_pass(&out).unwrap().runs.remove(0);
+    // The last of each is kept, as before; what it contradicted is on record beside it.
+    assert_eq!((run.finish_reason.as_deref(), run.prompt_tokens), (Some("stop"), Some(50)));
+    assert_eq!(run.stream_conflicts.len(), 2, "{:?}", run.stream_conflicts);
+    assert_eq!(run.stream_conflicts[0], "finish_reason `length`, then `stop`");
+    assert!(run.stream_conflicts[1].contains("\"prompt_tokens\":5") && run.stream_conflicts[1].contains("\"prompt_tokens\":50"));
+}
