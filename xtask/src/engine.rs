@@ -91,11 +91,11 @@ fn configured_tree(work: &Path) -> anyhow::Result<PathBuf> {
             .args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "llama-cpp-python"])
             .arg(format!("llama-cpp-python=={LLAMA_CPP_PYTHON}"))
             .arg("-d")
-            .arg(&work),
+            .arg(work),
         "pip download",
     )?;
     let archive = work.join(format!("llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"));
-    sh(Command::new("tar").arg("xzf").arg(&archive).arg("-C").arg(&work), "unpacking")?;
+    sh(Command::new("tar").arg("xzf").arg(&archive).arg("-C").arg(work), "unpacking")?;
     let tree = work.join(format!("llama_cpp_python-{LLAMA_CPP_PYTHON}/vendor/llama.cpp"));
     step("configuring llama.cpp (portable CPU build, no web UI, no network features)");
     sh(
