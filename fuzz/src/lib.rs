@@ -91,6 +91,30 @@ pub fn sse(data: &[u8]) {
     assert!(wire <= stream.len(), "events took {wire} bytes of a {}-byte stream", stream.len());
 }
 
+/// How the client reads one event's JSON (`harness::client::read_event_data`). Input: event
+/// data, one event per line, fed in order into one run's outcome. Whatever a server sends, an
+/// event must write to `runs.jsonl` and read back the same (the run record is what is kept),
+/// every logprob kept is finite with at most 32 alternatives, a token event is one that
+/// carries text, reasoning or tool-call arguments, and the contradictions kept are bounded.
+pub fn client_event(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut outcome = harness::client::StreamOutcome::default();
+    for (i, line) in text.lines().enumerate() {
+        let Some(event) = harness::client::read_event_data(line, i as u64, line.len(), &mut outcome) else { continue };
+        let written = serde_json::to_string(&event).expect("an event serialises");
+        let read: harness::pass::EventRecord = serde_json::from_str(&written).expect("an event reads back");
+        assert_eq!(read, event, "an event reads back the same");
+        assert_eq!(event.carries_tokens(), !(event.text.is_empty() && event.reasoning.is_empty() && event.tool_args.is_empty()));
+        for token in &event.logprobs {
+            assert!(token.logprob.is_finite() && token.top.len() <= 32, "{token:?}");
+            assert!(token.top.iter().all(|t| t.logprob.is_finite()));
+        }
+    }
+    assert!(outcome.conflicts.len() <= harness::client::MAX_CONFLICTS);
+    assert!(outcome.usage.as_ref().is_none_or(serde_json::Value::is_object));
+    assert!(outcome.timings.as_ref().is_none_or(serde_json::Value::is_object));
+}
+
 /// A valid `pass.json` whose cells are the ids the seed runs name (`c0` … `c3`). Text, not a
 /// `PassInfo`, so that new optional fields need no change here.
 pub const PASS_JSON: &str = r#"{

@@ -281,13 +281,9 @@ pub async fn stream_request(
                 done = true;
                 break;
             }
-            let Ok(payload) = serde_json::from_str::<Value>(&event.data) else {
-                if outcome.error.is_none() {
-                    outcome.error = error("malformed-event", truncate(&event.data, 200));
-                }
+            let Some(record) = read_event_data(&event.data, t_ns, event.wire_bytes, &mut outcome) else {
                 continue;
             };
-            let record = read_event(&payload, t_ns, event.wire_bytes, &mut outcome);
             if record.carries_tokens() {
                 saw_token = true;
                 last_token_at = Instant::now();
@@ -313,6 +309,19 @@ pub async fn stream_request(
         outcome.error = error("no-tokens", "the stream ended without a single token");
     }
     outcome
+}
+
+/// Reads one SSE event's data: `None` when it is not JSON (the run's first such event becomes
+/// its `malformed-event` error). Public for the fuzz target (`fuzz/src/lib.rs`), which feeds it
+/// hostile chunks.
+pub fn read_event_data(data: &str, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
+    let Ok(payload) = serde_json::from_str::<Value>(data) else {
+        if outcome.error.is_none() {
+            outcome.error = error("malformed-event", truncate(data, 200));
+        }
+        return None;
+    };
+    Some(read_event(&payload, t_ns, wire_bytes, outcome))
 }
 
 /// Reads one chunk object: its text, and any finish reason, usage, timings or error it carries.

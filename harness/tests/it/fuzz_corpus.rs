@@ -50,6 +50,14 @@ fn the_sse_corpus_parses_the_same_in_any_chunks() {
     });
 }
 
+#[test]
+fn the_client_event_corpus_reads_back_what_it_would_write() {
+    run_corpus("client_event", |data| {
+        checks::client_event(data);
+        true
+    });
+}
+
 // Each corpus holds inputs that are accepted, so that what is checked after acceptance (reopen,
 // round trip, dry run) runs too.
 
