@@ -34,10 +34,18 @@ pub struct Figure {
 }
 
 impl Figure {
+    /// The median of values that measure the same thing (one session's cold turn each, or
+    /// turns' decode), with its noise band from 3 values on.
     fn of(values: Vec<f64>) -> Option<Figure> {
         let median = median(&values)?;
         let band = (values.len() >= MIN_RUNS_FOR_BAND).then(|| band(&values, median, 0.0));
         Some(Figure { median, values, band })
+    }
+
+    /// The median of values that differ by design (turns of different sizes): their spread is
+    /// the trace's, not noise, so it gets no band. Passes that replay the same sessions compare.
+    fn without_band(values: Vec<f64>) -> Option<Figure> {
+        Some(Figure { median: median(&values)?, values, band: None })
     }
 }
 
@@ -229,10 +237,10 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
         n_failed,
         n_short,
         ttft_cold_ms: Figure::of(ttfts(true)),
-        ttft_cached_ms: Figure::of(ttfts(false)),
+        ttft_cached_ms: Figure::without_band(ttfts(false)),
         cache_hit_ratio,
         n_cache_turns: with_cache.len(),
-        effective_prefill_tps: Figure::of(effective),
+        effective_prefill_tps: Figure::without_band(effective),
         decode_tps: Figure::of(decode),
         by_turn,
         token_count_source: sources.join("+"),
@@ -245,8 +253,9 @@ pub const LEADERBOARD_METRICS: [(&str, &str); 4] =
     [("ttft_cold_ms", "ms"), ("ttft_cached_ms", "ms"), ("cache_hit_ratio", "ratio"), ("decode_tps", "tok/s")];
 
 /// The leaderboard rows of `cells`, in the columns of [`crate::leaderboard::COLUMNS`]
-/// (`target_prompt_tokens` 0; a metric with no value gets no row; `cache_hit_ratio` has no
-/// band, and its `n` is the turns it is over).
+/// (`target_prompt_tokens` 0; a metric with no value gets no row; `ttft_cached_ms` and
+/// `cache_hit_ratio` have no band, being over turns of different sizes; `n` is the values a
+/// figure is over: sessions for the cold TTFT, turns for the rest).
 pub fn leaderboard_rows(cells: &[AgentCell]) -> Vec<[String; 19]> {
     let mut rows = Vec::new();
     for cell in cells {
@@ -360,7 +369,8 @@ mod tests {
         let metrics: Vec<(&str, &str)> = rows.iter().map(|r| (r[10].as_str(), r[12].as_str())).collect();
         assert_eq!(metrics, vec![("ttft_cold_ms", "105.000"), ("ttft_cached_ms", "40.000"), ("cache_hit_ratio", "0.595"), ("decode_tps", "100.000")]);
         assert_eq!((rows[0][8].as_str(), rows[0][9].as_str()), ("agent", "0"));
-        assert_eq!((rows[1][13].as_str(), rows[1][14].as_str()), ("30.000", "50.000"), "four cached turns have a band");
+        assert_eq!((rows[1][13].as_str(), rows[1][14].as_str()), ("", ""), "turns of different sizes have no band");
+        assert_eq!(rows[1][15], "4");
         assert_eq!(rows[2][15], "6", "the ratio is over six turns");
     }
 

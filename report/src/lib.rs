@@ -5,6 +5,7 @@
 //! randomness, so the same pass renders the same bytes. This crate does no I/O; `xtask` writes
 //! what it returns.
 
+pub mod agent;
 pub mod charts;
 pub mod diff;
 pub mod quality;
