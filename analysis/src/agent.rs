@@ -382,7 +382,7 @@ mod tests {
         assert_eq!(c.flags(), NO_CACHE_INFO);
         assert!(c.reasons[0].explain().contains("unknown, not zero"));
         assert!(c.ttft_cached_ms.is_some(), "TTFT needs no cache counts");
-        let rows = leaderboard_rows(&[c.clone()]);
+        let rows = leaderboard_rows(std::slice::from_ref(c));
         assert!(rows.iter().all(|r| r[10] != "cache_hit_ratio"), "no row for a figure nobody measured");
     }
 }

@@ -123,7 +123,9 @@ fn axis_top(top: f64) -> f64 {
 /// the median prompt tokens at each turn (dashed, same colour, right axis), so that a turn that
 /// is slow because it is long reads apart from one that is slow because it missed the cache.
 pub fn ttft_by_turn(cells: &[AgentCell]) -> Option<Chart> {
-    let series: Vec<(String, Vec<(f64, f64)>, Vec<(f64, f64)>)> = cells
+    // (cell name, (turn, TTFT ms), (turn, prompt tokens)).
+    type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+    let series: Vec<Series> = cells
         .iter()
         .map(|c| {
             let name = if c.model.is_empty() { c.engine.clone() } else { format!("{} · {}", c.engine, c.model) };
@@ -131,7 +133,7 @@ pub fn ttft_by_turn(cells: &[AgentCell]) -> Option<Chart> {
             let prompt = c.by_turn.iter().filter_map(|t| Some((t.turn as f64, t.prompt_tokens.filter(|v| drawable(*v))?))).collect();
             (name, ttft, prompt)
         })
-        .filter(|(_, ttft, _): &(String, Vec<(f64, f64)>, Vec<(f64, f64)>)| !ttft.is_empty())
+        .filter(|(_, ttft, _): &Series| !ttft.is_empty())
         .collect();
     if series.is_empty() {
         return None;
