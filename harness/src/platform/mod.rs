@@ -4,8 +4,9 @@
 //! a port, stopping a process group, and this process's CPU time and open-file limit.
 //!
 //! Linux reads `/proc` and is tested here; macOS uses libproc (the kernel's `proc_pid_rusage`
-//! and `proc_listpids`) and `lsof`, Windows `taskkill`: both are type-checked for their
-//! targets (`cargo xtask check-targets`), and their parsers are tested on captured outputs.
+//! and `proc_listpids`) and `lsof`, Windows sysinfo, listeners and `taskkill`: both are
+//! type-checked for their targets (`cargo xtask check-targets`), and macOS's parsers are
+//! tested on captured outputs.
 //! Safe APIs only: the workspace forbids unsafe code.
 
 use std::process::Command;
@@ -20,9 +21,14 @@ mod macos;
 #[cfg(target_os = "macos")]
 use macos as os;
 
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as os;
+
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 mod other;
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 use other as os;
 
 #[cfg(unix)]
@@ -44,6 +50,8 @@ pub enum MemoryMeasure {
     /// macOS physical footprint (`ri_phys_footprint`), what Activity Monitor shows as Memory:
     /// it counts the GPU buffers MLX allocates in unified memory, which resident size misses.
     PhysFootprint,
+    /// Windows working set (`WorkingSetSize`): pages in RAM, shared ones included, like RSS.
+    WorkingSet,
 }
 
 impl MemoryMeasure {
@@ -52,6 +60,7 @@ impl MemoryMeasure {
         match self {
             MemoryMeasure::Rss => "resident set size (RSS)",
             MemoryMeasure::PhysFootprint => "physical footprint",
+            MemoryMeasure::WorkingSet => "working set",
         }
     }
 }

@@ -1,5 +1,4 @@
-//! Windows and any other OS: no memory sampling and no process identity yet; engines are still
-//! stopped as a tree (`taskkill /T`, in `mod.rs`). Type-checked, not tested.
+//! Any OS other than Linux, macOS and Windows: no memory sampling and no process identity.
 
 use super::{MemoryMeasure, TreeMemory};
 
