@@ -6,10 +6,12 @@
 //! gets a verdict and an attribution:
 //!
 //! - `faster` / `slower` only when the exact rank-sum test rejects "no change" (α = 0.05, or
-//!   0.10 where 0.05 is out of reach — 3 runs a side — with a `low-n` note) **and** the change
-//!   exceeds the noise band: the larger of the two cells' bands and the drift measured on the
-//!   control cells. The change is measured as |ln(B/A)| against ln(1 + band), a symmetric
+//!   0.10 where 0.05 is out of reach — 3 vs 3, 3 vs 4, 2 vs 5 — with a `low-n` note naming the
+//!   smallest p the sizes allow) **and** the change exceeds the noise band: the wider side of
+//!   either cell's band and the drift measured on the control cells. The change is measured as |ln(B/A)| against ln(1 + band), a symmetric
 //!   measure, so swapping A and B mirrors every verdict; the delta % is printed as before;
+//! - with many rows tested at once, the diff counts them and the false calls chance alone would
+//!   make among them (the sum of their α); [`Correction::Holm`] bounds the chance of any;
 //! - `within-noise` otherwise; `incomparable` when the two figures must not be compared
 //!   (different machine or request parameters, each named with both values, prompts of different size, a decode rate from
 //!   short-stopped runs, no successful run); `new` / `gone` for unmatched cells.
