@@ -352,11 +352,13 @@ impl Reply {
         let s = &self.schedule;
         let prompt_ms = s.ttft_ns as f64 / 1e6;
         let predicted_ms = s.decode_ns() as f64 / 1e6;
+        // As llama.cpp: the prompt figures are over the tokens it processed, not those cached.
+        let processed = s.prompt_tokens - s.cached_prompt_tokens;
         let mut timings = json!({
-            "prompt_n": s.prompt_tokens - s.cached_prompt_tokens,
+            "prompt_n": processed,
             "prompt_ms": prompt_ms,
-            "prompt_per_token_ms": prompt_ms / s.prompt_tokens.max(1) as f64,
-            "prompt_per_second": s.prompt_tokens as f64 / (prompt_ms / 1e3),
+            "prompt_per_token_ms": prompt_ms / processed.max(1) as f64,
+            "prompt_per_second": processed as f64 / (prompt_ms / 1e3),
             "predicted_n": s.completion_tokens,
             "predicted_ms": predicted_ms,
             "predicted_per_token_ms": 1e3 / s.decode_tps,

@@ -3,10 +3,13 @@
 //! TTFT from the schedule (base latency + uncached tokens / prefill rate), and a tool call's
 //! TTFT taken at its first argument delta.
 //!
-//! Timing is held to the bar of the accuracy tests (harness/tests/accuracy): TTFT within 2 ms
-//! of the instant the sim sent the first argument delta (`--timings` says when), and that
-//! instant within `SIM_SLACK_MS` of the schedule, since on two busy cores the sim's own timer
-//! can wake a few milliseconds late.
+//! Timing is held to what the sim actually did, as in the accuracy tests
+//! (harness/tests/accuracy): with `--timings` it says when it sent each turn's first argument
+//! delta, and that instant must be within `SIM_SLACK_MS` of the schedule. The client's TTFT must
+//! be within 2 ms of it at the median over a test's turns, and within `SIM_SLACK_MS` on every
+//! turn: a test replays dozens of turns, and on two cores shared with other builds one of them
+//! now and then finds the client's thread descheduled for a time slice (seen: 6 and 17 ms),
+//! which a three-run accuracy test rarely meets.
 
 use harness::client::Prompt;
 use harness::pass::{Pass, RunRecord, Step, Workload};
@@ -54,14 +57,23 @@ fn runs_of(pass: &Pass, session: u32) -> Vec<&RunRecord> {
     runs
 }
 
-/// TTFT within 2 ms of when the sim sent its first argument delta, and that within
-/// `SIM_SLACK_MS` of the schedule.
-fn assert_ttft(run: &RunRecord, scheduled_ms: f64) {
+/// The sim sent the first argument delta within `SIM_SLACK_MS` of the schedule, and the client
+/// measured it within `SIM_SLACK_MS` of that; returns |TTFT − sent| for [`assert_median_error`].
+fn check_ttft(run: &RunRecord, scheduled_ms: f64) -> f64 {
     let sent = run.timings.as_ref().and_then(|t| t["sim_sent_first_token_ms"].as_f64()).expect("the sim runs with --timings");
     let what = format!("session {:?} turn {:?}", run.session, run.turn);
     assert!((sent - scheduled_ms).abs() < SIM_SLACK_MS, "{what}: the sim sent its first token at {sent} ms, scheduled {scheduled_ms}");
     let ttft = run.ttft_ms.unwrap();
-    assert!((ttft - sent).abs() < TTFT_TOLERANCE_MS, "{what}: ttft {ttft} ms; sent at {sent} ms, scheduled {scheduled_ms}");
+    assert!((ttft - sent).abs() < SIM_SLACK_MS, "{what}: ttft {ttft} ms; sent at {sent} ms, scheduled {scheduled_ms}");
+    (ttft - sent).abs()
+}
+
+/// The median |TTFT − sent| over a test's turns is within 2 ms.
+fn assert_median_error(errors: &[f64]) {
+    let mut sorted = errors.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    assert!(median < TTFT_TOLERANCE_MS, "median |ttft − sent| {median:.2} ms over {} turns; worst {:.2} ms", sorted.len(), sorted[sorted.len() - 1]);
 }
 
 /// Every turn is a streamed tool call whose first token is its first argument delta: the
@@ -89,6 +101,7 @@ fn each_turn_is_charged_prefill_only_past_the_cached_prefix() {
     // At concurrency 1 the sim serves session 0's turns, then session 1's: each turn's cached
     // tokens are its longest common prefix with any prompt served before it.
     let mut served: Vec<Vec<String>> = Vec::new();
+    let mut errors = Vec::new();
     for session in 0..2 {
         let runs = runs_of(&pass, session);
         let expected = turn_tokens(2, session);
@@ -107,12 +120,13 @@ fn each_turn_is_charged_prefill_only_past_the_cached_prefix() {
             }
             assert_eq!(run.completion_tokens, Some(8));
             assert_tool_call(run);
-            assert_ttft(run, BASE_LATENCY_MS + (prompt - cached) as f64 / PREFILL_TPS * 1e3);
+            errors.push(check_ttft(run, BASE_LATENCY_MS + (prompt - cached) as f64 / PREFILL_TPS * 1e3));
             served.push(tokens.clone());
         }
         // Sessions start cold: another session's prompts share only the first few tokens.
         assert!(runs[0].cached_prompt_tokens.unwrap() < 16, "{:?}", runs[0].cached_prompt_tokens);
     }
+    assert_median_error(&errors);
 }
 
 #[test]
@@ -123,12 +137,14 @@ fn an_engine_without_a_prefix_cache_says_nothing_of_cached_tokens_and_prefills_e
     let runs = runs_of(&pass, 0);
     let expected = turn_tokens(1, 0);
     assert_eq!(runs.len(), expected.len());
+    let mut errors = Vec::new();
     for (run, tokens) in runs.iter().zip(&expected) {
         assert_eq!(run.cached_prompt_tokens, None, "absent where the engine says nothing, never guessed");
         assert_eq!(run.prompt_tokens, Some(tokens.len() as u64));
         assert_tool_call(run);
-        assert_ttft(run, BASE_LATENCY_MS + tokens.len() as f64 / PREFILL_TPS * 1e3);
+        errors.push(check_ttft(run, BASE_LATENCY_MS + tokens.len() as f64 / PREFILL_TPS * 1e3));
     }
+    assert_median_error(&errors);
 }
 
 #[test]
@@ -155,4 +171,30 @@ fn sessions_run_side_by_side_each_in_order() {
     // Side by side: session 1 began before session 0 ended.
     let (s0, s1) = (runs_of(&pass, 0), runs_of(&pass, 1));
     assert!(s1[0].started_unix_ms <= s0.last().unwrap().started_unix_ms, "sessions 0 and 1 overlap at concurrency 2");
+}
+
+#[test]
+fn warmup_sessions_replay_other_traces_and_stay_out_of_the_figures() {
+    let sim = Sim::start(&sim_args(true));
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--workload", "agent", "--sessions", "1", "--warmup", "1", "--max-tokens", "8"]);
+    let traces = agent::traces().unwrap();
+    let (warmups, measured): (Vec<&RunRecord>, Vec<&RunRecord>) = pass.runs.iter().partition(|r| r.warmup);
+    assert_eq!((warmups.len(), measured.len()), (traces[1].n_turns(), traces[0].n_turns()));
+    assert!(warmups.iter().all(|r| r.prompt_id.as_deref() == Some(traces[1].id.as_str()) && r.session == Some(0)));
+    // The warmup ran first and shares only its first few tokens with the measured session.
+    let first = measured.iter().find(|r| r.turn == Some(0)).unwrap();
+    assert!(first.cached_prompt_tokens.unwrap() < 16, "{:?}", first.cached_prompt_tokens);
+
+    // The section's figures from this pass: the measured session only.
+    let cells = analysis::agent::summarize(&pass);
+    assert_eq!(cells.len(), 1);
+    let cell = &cells[0];
+    assert_eq!((cell.n_sessions, cell.n_turns, cell.n_failed), (1, traces[0].n_turns(), 0));
+    assert_eq!(cell.ttft_cold_ms.as_ref().map(|f| f.median), first.ttft_ms);
+    let (cached, prompt) = measured.iter().fold((0, 0), |(c, p), r| (c + r.cached_prompt_tokens.unwrap(), p + r.prompt_tokens.unwrap()));
+    assert_eq!(cell.cache_hit_ratio, Some(cached as f64 / prompt as f64));
+    assert!(cell.cache_hit_ratio.unwrap() > 0.5, "most of a replayed session is cached");
+    assert_eq!(cell.flags(), "few-runs");
+    assert_eq!(analysis::agent::leaderboard_rows(&cells).len(), 4);
 }
