@@ -291,6 +291,11 @@ struct SimArgs {
     /// timings.cache_n with --timings); docs/agent.md.
     #[arg(long)]
     prefix_cache: bool,
+    /// Requests that ask for logprobs are answered by the sim's seeded language model (greedy,
+    /// top-K logprobs per token); its logits shifted by seeded noise of scale S (0 to 100), so
+    /// that a test knows the true KL from the unperturbed model [default: 0]; docs/quality.md.
+    #[arg(long, value_name = "S")]
+    perturb: Option<f64>,
 }
 
 /// The passes under a folder, newest first: start time, status, runs, engines × models.
@@ -766,7 +771,7 @@ fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     macro_rules! set {
         ($($field:ident),*) => { $(if let Some(v) = args.$field { profile.$field = v; })* };
     }
-    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed, fail_status, fault_after_tokens, loading_s, leak_bytes_per_request);
+    set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed, fail_status, fault_after_tokens, loading_s, leak_bytes_per_request, perturb);
     if args.fault.is_some() {
         profile.fault = args.fault;
     }

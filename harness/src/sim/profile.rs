@@ -58,6 +58,11 @@ pub struct SimProfile {
     /// any of them; report the cached tokens (usage `prompt_tokens_details.cached_tokens`, and
     /// `timings.cache_n` with `timings`).
     pub prefix_cache: bool,
+    /// A request that asks for logprobs is answered by the seeded language model of
+    /// `sim/logprobs.rs` (greedy, with the top-K of every token), its logits shifted by seeded
+    /// noise of this scale: 0 is the reference model, above 0 a model whose true KL from it is
+    /// known (docs/quality.md).
+    pub perturb: f64,
 }
 
 impl Default for SimProfile {
@@ -85,6 +90,7 @@ impl Default for SimProfile {
             loading_s: 0.0,
             leak_bytes_per_request: 0,
             prefix_cache: false,
+            perturb: 0.0,
         }
     }
 }
@@ -196,6 +202,7 @@ impl SimProfile {
         anyhow::ensure!(self.fail_every != Some(0), "--fail-every must be at least 1");
         anyhow::ensure!(self.loading_s >= 0.0 && self.loading_s.is_finite(), "--loading-s must be 0 or more seconds");
         anyhow::ensure!((400..600).contains(&self.fail_status), "--fail-status must be an HTTP error status (400–599)");
+        anyhow::ensure!(self.perturb >= 0.0 && self.perturb <= 100.0, "--perturb must be a scale from 0 to 100");
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-use super::{chat, Fault, PrefixCache, Schedule, ScheduleInput, SimProfile};
+use super::{chat, logprobs, Fault, PrefixCache, Schedule, ScheduleInput, SimProfile};
 use crate::corpus;
 use crate::tokens::count_reference_tokens;
 
@@ -126,6 +126,9 @@ struct Ask {
     ignore_eos: bool,
     /// The name of the tool the reply calls, when it is a tool call (docs/agent.md).
     tool_call: Option<String>,
+    /// K when the request asks for logprobs (chat `logprobs: true` with `top_logprobs: K`,
+    /// completions `logprobs: K`); the reply then comes from the logprobs model.
+    top_logprobs: Option<usize>,
 }
 
 fn read_ask(api: Api, body: &Value) -> Result<Ask, String> {
@@ -155,8 +158,18 @@ fn read_ask(api: Api, body: &Value) -> Result<Ask, String> {
         include_usage: body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false),
         ignore_eos: body.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
         tool_call,
+        top_logprobs: match api {
+            Api::Chat if body.get("logprobs").and_then(Value::as_bool) == Some(true) => {
+                Some(body.get("top_logprobs").and_then(Value::as_u64).unwrap_or(0).min(MAX_TOP_LOGPROBS) as usize)
+            }
+            Api::Chat => None,
+            Api::Completions => body.get("logprobs").and_then(Value::as_u64).map(|k| k.min(MAX_TOP_LOGPROBS) as usize),
+        },
     })
 }
+
+/// The most alternatives the sim gives per token, as the OpenAI API.
+const MAX_TOP_LOGPROBS: u64 = 20;
 
 async fn respond(sim: Arc<Sim>, api: Api, body: Bytes) -> Response {
     let arrived = Instant::now();
@@ -206,8 +219,14 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Bytes) -> Response {
         decode_tps: profile.decode_tps * decode_factor,
         tokens_per_event: profile.tokens_per_event,
     });
+    // Greedy decoding of the logprobs model, every token the schedule will send, at once: the
+    // model is prefix-stable, so each event takes its slice.
+    let positions = ask
+        .top_logprobs
+        .map(|k| logprobs::Model::perturbed(profile.perturb).generate(&ask.prompt_text, schedule.completion_tokens as usize, k));
     let reply = Reply {
         api,
+        positions,
         id: format!("{}-sim-{index}", if api == Api::Chat { "chatcmpl" } else { "cmpl" }),
         model: profile.model.clone(),
         words: corpus::words_from(seed_of(&ask.prompt_text)),
@@ -252,6 +271,9 @@ fn seed_of(prompt: &str) -> u64 {
 
 struct Reply {
     api: Api,
+    /// Where the request asked for logprobs: every token's choice and top-K from the logprobs
+    /// model, which then also gives the text.
+    positions: Option<Vec<logprobs::Position>>,
     id: String,
     model: String,
     words: corpus::Words,
@@ -280,6 +302,12 @@ impl Reply {
         let mut reasoning = String::new();
         let mut content = String::new();
         for i in first..first + n {
+            if let Some(position) = self.positions.as_ref().and_then(|p| p.get(i as usize)) {
+                // The model's words carry their leading space.
+                let target = if i < self.schedule.reasoning_tokens { &mut reasoning } else { &mut content };
+                target.push_str(&logprobs::vocab()[position.token]);
+                continue;
+            }
             let word = self.words.next_word();
             let target = if i < self.schedule.reasoning_tokens { &mut reasoning } else { &mut content };
             target.push(' ');
@@ -299,6 +327,25 @@ impl Reply {
                 "choices": [{"index": 0, "text": text, "finish_reason": finish_reason}]
             }),
         }
+    }
+
+    /// The `logprobs` of a choice carrying tokens `[first, first + n)`, in the chat shape (which
+    /// the sim sends on both APIs, as llama.cpp does); `None` when none were asked for.
+    fn logprobs_json(&self, first: u64, n: u64) -> Option<Value> {
+        let positions = self.positions.as_ref()?;
+        let words = logprobs::vocab();
+        let entry = |token: usize, logprob: f64| json!({"token": words[token], "logprob": logprob, "bytes": words[token].as_bytes()});
+        let content: Vec<Value> = positions
+            .iter()
+            .skip(first as usize)
+            .take(n as usize)
+            .map(|p| {
+                let mut chosen = entry(p.token, p.logprob);
+                chosen["top_logprobs"] = p.top.iter().map(|&(t, lp)| entry(t, lp)).collect();
+                chosen
+            })
+            .collect();
+        Some(json!({"content": content}))
     }
 
     fn usage_json(&self) -> Value {
@@ -413,7 +460,10 @@ fn stream_reply(mut reply: Reply) -> Response {
             }
             let delta = reply.token_delta(&reasoning, &content, event.first_token, event.n_tokens);
             let text = reasoning + &content;
-            let chunk = reply.chunk(delta, &text, None);
+            let mut chunk = reply.chunk(delta, &text, None);
+            if let Some(logprobs) = reply.logprobs_json(event.first_token, event.n_tokens) {
+                chunk["choices"][0]["logprobs"] = logprobs;
+            }
             sleep_until(reply.arrived + Duration::from_nanos(event.at_ns), reply.precise_timer).await;
             // A fault strikes when the event it replaces is due, after the earlier ones left.
             if event.first_token >= reply.fault_after_tokens {
@@ -513,6 +563,9 @@ async fn whole_reply(mut reply: Reply) -> Response {
             "choices": [{"index": 0, "text": reasoning + &content, "finish_reason": finish}]
         }),
     };
+    if let Some(logprobs) = reply.logprobs_json(0, n) {
+        body["choices"][0]["logprobs"] = logprobs;
+    }
     if reply.usage {
         body["usage"] = reply.usage_json();
     }

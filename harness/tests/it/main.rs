@@ -19,4 +19,5 @@ mod llama_cpp_quality;
 mod mlx_lm;
 mod plans;
 mod process_groups;
+mod quality;
 mod vllm_bench;
