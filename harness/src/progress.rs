@@ -188,7 +188,7 @@ pub fn printable(text: &str) -> String {
 
 /// `c0 prompt-matrix 2048 rep 1: ttft 123.4 ms, 45.6 tok/s, 256 tokens (length)`.
 fn describe(run: &RunRecord) -> String {
-    let head = format!("{} {}", run.cell, job_name(run.workload, run.target_prompt_tokens, run.warmup, run.rep));
+    let head = format!("{} {}", run.cell, job_name(run.workload, run.target_prompt_tokens, run.warmup, run.rep, run.turn));
     if let Some(error) = &run.error {
         return format!("{head}: failed ({}): {}", error.class, error.message);
     }
@@ -200,8 +200,13 @@ fn describe(run: &RunRecord) -> String {
 }
 
 /// `sustained rep 2`, `prompt-matrix 2048 warmup 0`.
-pub fn job_name(workload: crate::pass::Workload, target: u64, warmup: bool, rep: u32) -> String {
+pub fn job_name(workload: crate::pass::Workload, target: u64, warmup: bool, rep: u32, turn: Option<u32>) -> String {
     let kind = if warmup { "warmup" } else { "rep" };
+    if let Some(turn) = turn {
+        // `agent session 1 turn 4`, `agent warmup session 0 turn 2`
+        let warmup = if warmup { " warmup" } else { "" };
+        return format!("{}{warmup} session {rep} turn {turn}", workload.as_str());
+    }
     match workload {
         w if w.has_prompt_targets() => format!("{} {target} {kind} {rep}", workload.as_str()),
         _ => format!("{} {kind} {rep}", workload.as_str()),

@@ -237,7 +237,7 @@ pub fn dry_run(options: &RunOptions) -> String {
             _ => "runs",
         };
         out.push_str(&format!("  {what}: {} warmup + {} {unit} × {} tokens\n", step.warmup, step.runs, step.max_tokens));
-        let n = u64::from(step.warmup) + u64::from(step.runs);
+        let n: u64 = all_slots(std::slice::from_ref(step)).iter().map(runs_in_slot).sum();
         requests += n;
         tokens += n * step.max_tokens;
     }
@@ -342,6 +342,10 @@ pub struct Target<'a> {
     /// Whether `ignore_eos: true` goes into the requests of jobs that ignore EOS: not for an
     /// engine whose preset has no way past EOS (`IgnoreEos::Unsupported`).
     pub send_ignore_eos: bool,
+    /// Agent jobs send `cache_prompt: true`: the engine's preset turns llama.cpp's prompt cache
+    /// off for cold prompts and the user did not set it, while an agent session is measured
+    /// with the cache (docs/agent.md).
+    pub agent_cache_prompt: bool,
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -444,6 +448,8 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         live: Some(progress.live()),
         ignore_eos_logit_bias: None,
         send_ignore_eos: true,
+        // Nothing turned the cache off: the engine's own default holds.
+        agent_cache_prompt: false,
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -539,6 +545,17 @@ pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
     slots
 }
 
+/// How many runs a slot makes: one, or a session's turns, or a quality round's prompts.
+pub fn runs_in_slot(slot: &Slot) -> u64 {
+    let own = match slot.step.workload {
+        Workload::Agent => crate::workloads::agent::jobs(&slot.step, slot.rep, slot.warmup),
+        Workload::Quality => crate::workloads::quality::jobs(&slot.step, slot.rep, slot.warmup),
+        _ => return 1,
+    };
+    // A workload whose prompts do not load fails when its jobs are made, with the reason.
+    own.map_or(1, |jobs| jobs.len() as u64)
+}
+
 /// The jobs of `slots`, in order, with every prompt cut before the first request is sent.
 pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
     let mut jobs = Vec::new();
@@ -596,6 +613,12 @@ async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, cou
 
 async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let mut body = target.request.body(&job.prompt, job.max_tokens, job.top_logprobs);
+    // An agent session is measured with the engine's prefix cache on: it is what the workload
+    // is about. The other workloads keep the cell's setting (llama.cpp's preset turns it off
+    // so that every prompt is cold), and so does a cell whose user set it; docs/agent.md.
+    if job.workload == Workload::Agent && target.agent_cache_prompt {
+        body["cache_prompt"] = serde_json::Value::Bool(true);
+    }
     if job.ignore_eos {
         if target.send_ignore_eos {
             body["ignore_eos"] = serde_json::Value::Bool(true);
@@ -620,7 +643,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         None => None,
     };
     if let Some(live) = target.live {
-        live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep)));
+        live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep, job.turn)));
     }
     let thermal_before = crate::provenance::thermal_pressure_now().await;
     let started = tokio::time::Instant::now();
@@ -698,7 +721,7 @@ async fn count_tokens(
     if outcome.events.is_empty() {
         return (None, None, None);
     }
-    let output: String = outcome.events.iter().flat_map(|e| [e.reasoning.as_str(), e.text.as_str()]).collect();
+    let output: String = outcome.events.iter().flat_map(|e| [e.reasoning.as_str(), e.text.as_str(), e.tool_args.as_str()]).collect();
     if !context.counter.is_estimate() {
         let prompt_count = context.counter.count(context.http, prompt).await;
         let output_count = context.counter.count(context.http, &output).await;

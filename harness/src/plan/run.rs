@@ -153,8 +153,9 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
                 (Order::Sequential, false) => format!("{measured} runs"),
             };
             out.push_str(&format!("  {what}: {warmups} warmup + {reps} × {} tokens\n", step.max_tokens));
-            runs += part.slots.len();
-            tokens += part.slots.len() as u64 * step.max_tokens;
+            let part_runs: u64 = part.slots.iter().map(runner::runs_in_slot).sum();
+            runs += part_runs;
+            tokens += part_runs * step.max_tokens;
             soaking += step.duration_s.unwrap_or(0) as f64;
         }
         if spec.start.is_some() {
@@ -270,7 +271,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         .iter()
         .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
         .filter(|(cell, slot)| !is_done(&cell_list[*cell].0, slot))
-        .count() as u64;
+        .map(|(_, slot)| runner::runs_in_slot(slot))
+        .sum::<u64>();
     let progress = Progress::new(options.progress, total_runs);
     let mut summary = runner::new_summary(&dir);
     let mut interrupt = Interrupt::on_ctrl_c();
@@ -442,6 +444,9 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
             // An engine with no way past EOS is sent nothing it would reject (or drop).
             send_ignore_eos: preset.ignore_eos != IgnoreEos::Unsupported,
+            agent_cache_prompt: preset.request_extra.contains(&("cache_prompt", "false"))
+                && !spec.extra.contains_key("cache_prompt")
+                && !base_request.extra.as_ref().is_some_and(|e| e.get("cache_prompt").is_some()),
         };
         let mut last_workload = None;
         for part in &visit.parts {

@@ -45,17 +45,17 @@ port = {port}"#, server.display())
             r#"
 name = "llama-cpp-agent"
 
-# The preset sends cache_prompt = false (the other workloads measure cold prompts); the agent
-# workload is about the cache, so this cell turns it on.
+# The preset sends cache_prompt = false (the other workloads measure cold prompts); an agent
+# turn sends true in its place, unless the plan set it: the control cell sets it false.
 [[engines]]
 name = "llama.cpp-cache"
 preset = "llama-cpp"
-extra = {{ cache_prompt = true }}
 {cache}
 
 [[engines]]
 name = "llama.cpp-nocache"
 preset = "llama-cpp"
+extra = {{ cache_prompt = false }}
 {nocache}
 
 [[models]]
