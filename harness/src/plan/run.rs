@@ -446,7 +446,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             send_ignore_eos: preset.ignore_eos != IgnoreEos::Unsupported,
             agent_cache_prompt: preset.request_extra.contains(&("cache_prompt", "false"))
                 && !spec.extra.contains_key("cache_prompt")
-                && !base_request.extra.as_ref().is_some_and(|e| e.get("cache_prompt").is_some()),
+                && base_request.extra.as_ref().is_none_or(|e| e.get("cache_prompt").is_none()),
         };
         let mut last_workload = None;
         for part in &visit.parts {
