@@ -71,6 +71,8 @@ pub struct Job {
     pub prompt_id: Option<String>,
     /// Quality workload: ask for the top-K logprobs of every token.
     pub top_logprobs: Option<u32>,
+    /// The step's own concurrency, where it has one (else the target's).
+    pub concurrency: Option<u32>,
 }
 
 impl Job {
@@ -88,6 +90,7 @@ impl Job {
             turn: None,
             prompt_id: None,
             top_logprobs: None,
+            concurrency: None,
         }
     }
 }
@@ -98,7 +101,7 @@ pub fn steps_for(workload: Workload, targets: &[u64], runs: u32, warmup: u32, ma
     let targets = if workload.has_prompt_targets() { targets } else { &[0][..] };
     targets
         .iter()
-        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false, duration_s: None, top_logprobs: None })
+        .map(|&target_prompt_tokens| Step { workload, target_prompt_tokens, max_tokens, warmup, runs, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None })
         .collect()
 }
 
@@ -363,9 +366,10 @@ pub async fn run_jobs(
     for phase in phases {
         // A chain runs its jobs one after another: a session's turns, or one job alone.
         let chains = phase.chunk_by(|a, b| a.session.is_some() && a.session == b.session);
+        let streams = phase.first().and_then(|job| job.concurrency).unwrap_or(target.concurrency);
         let mut runs = futures_util::stream::iter(chains)
             .map(|chain| Box::pin(futures_util::stream::iter(chain).then(|job| run_one(target, job))))
-            .flatten_unordered(target.concurrency as usize);
+            .flatten_unordered(streams as usize);
         loop {
             tokio::select! {
                 biased;
@@ -569,7 +573,7 @@ pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client,
                     _ => crate::workloads::quality::jobs(&step, rep, warmup),
                 };
                 let own = own.with_context(|| format!("the {} workload", step.workload.as_str()))?;
-                jobs.extend(own.into_iter().map(|job| Job { ignore_eos: ignore_eos || step.ignore_eos, ..job }));
+                jobs.extend(own.into_iter().map(|job| Job { ignore_eos: ignore_eos || step.ignore_eos, concurrency: step.concurrency, ..job }));
                 continue;
             }
             // Warmups take excerpts the measured runs do not, so they cannot warm a prompt cache for them.
@@ -583,6 +587,7 @@ pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client,
         };
         jobs.push(Job {
             ignore_eos: ignore_eos || step.ignore_eos,
+            concurrency: step.concurrency,
             ..Job::text(step.workload, step.target_prompt_tokens, step.max_tokens, rep, warmup, prompt)
         });
     }
@@ -637,7 +642,8 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     // Counters only mean this run's work when no other stream runs beside it.
-    let metrics_url = target.metrics_url.as_deref().filter(|_| target.concurrency == 1);
+    let concurrency = job.concurrency.unwrap_or(target.concurrency);
+    let metrics_url = target.metrics_url.as_deref().filter(|_| concurrency == 1);
     let counters_before = match metrics_url {
         Some(url) => crate::prometheus::scrape(target.http, url).await,
         None => None,
@@ -670,7 +676,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         rep: job.rep,
         warmup: job.warmup,
         max_tokens: job.max_tokens,
-        concurrency: target.concurrency,
+        concurrency,
         started_unix_ms,
         prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.identity_bytes()))),
         prompt_tokens,

@@ -105,6 +105,7 @@ fn options(url: &str, dir: &std::path::Path, pass_id: &str) -> RunOptions {
             ignore_eos: false,
             duration_s: None,
             top_logprobs: None,
+            concurrency: None,
         }],
         concurrency: 1,
         api_key_env: None,

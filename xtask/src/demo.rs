@@ -173,7 +173,7 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
 
     let pass_id = format!("demo-{}", stamp());
     let pass_dir = out.as_ref().map_or_else(|| root.join("data/passes").join(&pass_id), |dir| dir.join("pass"));
-    let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs, ignore_eos: false, duration_s: None, top_logprobs: None };
+    let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
     let options = RunOptions {
         url,
         engine: "benchpass-sim".to_owned(),

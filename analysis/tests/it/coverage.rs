@@ -42,7 +42,7 @@ fn band_coverage_and_false_calls_on_the_reference_engine() {
             lane: "text".to_owned(),
             family: None,
             // 51 tokens at ~1000 tok/s: 50 ms of decode a run.
-            steps: vec![Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 51, warmup: 0, runs: 3, ignore_eos: false, duration_s: None, top_logprobs: None }],
+            steps: vec![Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 51, warmup: 0, runs: 3, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None }],
             concurrency: 1,
             api_key_env: None,
             pick_model: false,

@@ -212,6 +212,10 @@ pub struct Step {
     /// A quality step asks for this many alternatives per token (`top_logprobs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_logprobs: Option<u32>,
+    /// Streams in flight at once for this step, where the plan's workload sets its own (agent
+    /// sessions side by side); else the pass's `concurrency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

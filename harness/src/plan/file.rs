@@ -164,6 +164,9 @@ pub struct WorkloadSpec {
     pub sessions: Option<u32>,
     /// Alternatives asked for per token in a `quality` workload [default: 20, the API's maximum].
     pub top_logprobs: Option<u32>,
+    /// Streams in flight at once for this workload (e.g. agent sessions side by side, as an
+    /// engine's parallel slots serve them) [default: `[request] concurrency`].
+    pub concurrency: Option<u32>,
     /// Prompt-size targets; not for `sustained` or `soak`.
     #[serde(default)]
     pub targets: Vec<TargetSpec>,
@@ -433,7 +436,14 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             ignore_eos: spec.ignore_eos,
             duration_s: spec.duration_s.filter(|_| workload == Workload::Soak),
             top_logprobs: (workload == Workload::Quality).then(|| spec.top_logprobs.unwrap_or(crate::workloads::quality::DEFAULT_TOP_LOGPROBS)),
+            concurrency: spec.concurrency,
         };
+        if spec.concurrency.is_some_and(|c| c == 0 || c > MAX_CONCURRENCY) {
+            error(spec.kind.span(), format!("concurrency = {}", spec.concurrency.unwrap_or(0)), Some(format!("1 to {MAX_CONCURRENCY} streams")));
+        }
+        if spec.concurrency.is_some_and(|c| c > 1) && workload == Workload::Soak {
+            error(spec.kind.span(), "a soak workload runs one stream at a time".to_owned(), Some("drop `concurrency` here".into()));
+        }
         if spec.sessions.is_some() && workload != Workload::Agent {
             error(spec.kind.span(), format!("`sessions` is for agent workloads, not {}", workload.as_str()), Some("use `runs` to say how many".into()));
         }

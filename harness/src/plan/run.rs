@@ -191,7 +191,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let started_at = provenance::utc_now_rfc3339();
     let request = &plan.file.request;
     let api_key = runner::api_key(options.api_key_env.as_deref())?;
-    let http = runner::http_client(request.concurrency)?;
+    let most_streams = plan.steps.iter().filter_map(|(_, s)| s.concurrency).fold(request.concurrency, u32::max);
+    let http = runner::http_client(most_streams)?;
     let plan_dir = plan.path.parent().map(PathBuf::from).unwrap_or_default();
     let steps: Vec<Step> = plan.steps.iter().map(|(_, s)| *s).collect();
     let base_request = RequestConfig {

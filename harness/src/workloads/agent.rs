@@ -165,6 +165,7 @@ pub fn jobs(step: &Step, rep: u32, warmup: bool) -> anyhow::Result<Vec<Job>> {
                 turn: Some(turn as u32),
                 prompt_id: Some(trace.id.clone()),
                 top_logprobs: None,
+                concurrency: step.concurrency,
             })
         })
         .collect()
@@ -185,6 +186,7 @@ mod tests {
             ignore_eos: false,
             duration_s: None,
             top_logprobs: None,
+            concurrency: None,
         }
     }
 

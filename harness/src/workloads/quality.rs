@@ -91,6 +91,7 @@ fn jobs_of(prompts: &[QualityPrompt], step: &Step, rep: u32, warmup: bool) -> an
             turn: None,
             prompt_id: Some(p.id.clone()),
             top_logprobs: Some(step.top_logprobs.unwrap_or(DEFAULT_TOP_LOGPROBS)),
+            concurrency: step.concurrency,
         })
         .collect())
 }
@@ -109,6 +110,7 @@ mod tests {
             ignore_eos: false,
             duration_s: None,
             top_logprobs: Some(5),
+            concurrency: None,
         }
     }
 

@@ -32,7 +32,7 @@ fn sim_args(prefix_cache: bool) -> Vec<&'static str> {
 }
 
 fn step(sessions: u32) -> Step {
-    Step { workload: Workload::Agent, target_prompt_tokens: 0, max_tokens: 8, warmup: 0, runs: sessions, ignore_eos: false, duration_s: None, top_logprobs: None }
+    Step { workload: Workload::Agent, target_prompt_tokens: 0, max_tokens: 8, warmup: 0, runs: sessions, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None }
 }
 
 /// The reference tokens of the prompt the sim renders for a turn, from the workload's own jobs.
@@ -197,4 +197,51 @@ fn warmup_sessions_replay_other_traces_and_stay_out_of_the_figures() {
     assert!(cell.cache_hit_ratio.unwrap() > 0.5, "most of a replayed session is cached");
     assert_eq!(cell.flags(), "few-runs");
     assert_eq!(analysis::agent::leaderboard_rows(&cells).len(), 4);
+}
+
+#[test]
+fn a_plans_agent_workload_runs_its_sessions_at_its_own_concurrency() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = tmp.path().join("agent.toml");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+[request]
+concurrency = 1
+
+[[engines]]
+name = "sim"
+preset = "benchpass-sim"
+start = ["{{benchpass}}", "sim", "--port", "{{port}}", "--prefix-cache", "--prefill-tps", "20000", "--decode-tps", "1000"]
+port = {port}
+
+[[models]]
+name = "sim-model"
+
+[[cells]]
+engine = "sim"
+model = "sim-model"
+
+[[workloads]]
+kind = "agent"
+sessions = 2
+concurrency = 2
+max_tokens = 8
+"#
+        ),
+    )
+    .unwrap();
+    let pass = run_plan(&plan, &tmp.path().join("pass"));
+    let traces = agent::traces().unwrap();
+    assert_eq!(pass.runs.len(), traces[0].n_turns() + traces[1].n_turns());
+    assert!(pass.runs.iter().all(|r| r.concurrency == 2 && r.error.is_none()), "the workload's own concurrency, not [request]'s");
+    assert_eq!(pass.info.request.as_ref().unwrap().steps[0].concurrency, Some(2));
+    let (s0, s1) = (runs_of(&pass, 0), runs_of(&pass, 1));
+    assert!(s1[0].started_unix_ms <= s0.last().unwrap().started_unix_ms, "the two sessions overlap");
+    for session in [&s0, &s1] {
+        assert!(session.windows(2).all(|w| w[0].turn < w[1].turn && w[0].started_unix_ms <= w[1].started_unix_ms), "each in order");
+    }
 }
