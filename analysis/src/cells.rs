@@ -1,12 +1,23 @@
 //! Per-cell figures of one pass: for each cell, workload and prompt target, the run counts,
 //! the median of each metric with its noise band, and every reason the figures may not be
 //! read at face value, including those that come from comparing engines in one row.
+//!
+//! Two workloads are not speed steps like the others:
+//! - **agent**: a step's runs are the turns of replayed sessions, whose prompts differ in size
+//!   by design, so a median TTFT, prefill rate or prompt size over them (and a band around it)
+//!   means nothing. An agent step carries the figures of `crate::agent` instead: cold TTFT
+//!   (one value per session, with its band), decode, and the whole [`AgentCell`] (cached TTFT,
+//!   cache hit ratio, per-turn medians); its TTFT, prefill and prompt-size figures are absent.
+//! - **quality**: its runs measure output, not speed (52 different prompts, stopping at EOS);
+//!   they are left out here entirely, so no speed table, leaderboard row or diff sees them.
+//!   `crate::quality` compares them (docs/quality.md).
 
 use std::collections::BTreeMap;
 
 use harness::pass::{Pass, TokenCountSource, Workload};
 use polars::prelude::*;
 
+use crate::agent::AgentCell;
 use crate::band::{band, Band};
 use crate::reasons::{Reason, ReasonCode};
 use crate::runs::{run_facts, RunFacts};
@@ -60,10 +71,19 @@ pub enum MetricKind {
     TtftMs,
     PrefillTps,
     PromptTokens,
+    /// Agent steps: TTFT of each session's first turn (nothing cached).
+    TtftColdMs,
+    /// Agent steps: TTFT of the later turns, whose prompts start with the previous turn.
+    TtftCachedMs,
+    /// Agent steps: Σ cached prompt tokens ÷ Σ prompt tokens.
+    CacheHitRatio,
 }
 
 impl MetricKind {
+    /// The metrics of a speed step (every workload but agent).
     pub const ALL: [MetricKind; 4] = [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps, MetricKind::PromptTokens];
+    /// The metrics of an agent step, named as the leaderboard names them (docs/agent.md).
+    pub const AGENT: [MetricKind; 4] = [MetricKind::TtftColdMs, MetricKind::TtftCachedMs, MetricKind::CacheHitRatio, MetricKind::DecodeTps];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -71,20 +91,24 @@ impl MetricKind {
             MetricKind::TtftMs => "ttft_ms",
             MetricKind::PrefillTps => "prefill_tps",
             MetricKind::PromptTokens => "prompt_tokens",
+            MetricKind::TtftColdMs => "ttft_cold_ms",
+            MetricKind::TtftCachedMs => "ttft_cached_ms",
+            MetricKind::CacheHitRatio => "cache_hit_ratio",
         }
     }
 
     pub fn unit(self) -> &'static str {
         match self {
             MetricKind::DecodeTps | MetricKind::PrefillTps => "tok/s",
-            MetricKind::TtftMs => "ms",
+            MetricKind::TtftMs | MetricKind::TtftColdMs | MetricKind::TtftCachedMs => "ms",
             MetricKind::PromptTokens => "tokens",
+            MetricKind::CacheHitRatio => "ratio",
         }
     }
 
-    /// For TTFT lower is faster.
+    /// For TTFT lower is faster; a higher cache hit ratio is a faster agent session.
     pub fn higher_is_faster(self) -> bool {
-        !matches!(self, MetricKind::TtftMs)
+        !matches!(self, MetricKind::TtftMs | MetricKind::TtftColdMs | MetricKind::TtftCachedMs)
     }
 }
 
@@ -134,16 +158,46 @@ pub struct CellStep {
     /// The lowest and highest median actual prompt tokens among the engines of this cell's
     /// row (same family, lane, workload and target), when the row holds several engines.
     pub row_prompt_tokens: Option<(f64, f64)>,
+    /// Agent steps: the cold TTFT, one value per session, with its band.
+    pub ttft_cold: Option<Metric>,
+    /// Agent steps: the session figures (`crate::agent`), cached TTFT and cache hit ratio
+    /// among them (those have no band: their turns differ in size by design).
+    pub agent: Option<AgentCell>,
     pub reasons: Vec<Reason>,
 }
 
 impl CellStep {
+    /// The metric as a median over values that measure the same thing, with a band. An agent
+    /// step's cached TTFT and cache hit ratio are not such a metric (see [`CellStep::agent`]).
     pub fn metric(&self, kind: MetricKind) -> Option<&Metric> {
         match kind {
             MetricKind::DecodeTps => self.decode.as_ref(),
             MetricKind::TtftMs => self.ttft.as_ref(),
             MetricKind::PrefillTps => self.prefill.as_ref(),
             MetricKind::PromptTokens => self.prompt_tokens.as_ref(),
+            MetricKind::TtftColdMs => self.ttft_cold.as_ref(),
+            MetricKind::TtftCachedMs | MetricKind::CacheHitRatio => None,
+        }
+    }
+
+    /// The figure of `kind`, whatever it is a median of: [`CellStep::metric`]'s, or an agent
+    /// step's cached TTFT and cache hit ratio.
+    pub fn median(&self, kind: MetricKind) -> Option<f64> {
+        let agent = self.agent.as_ref();
+        match kind {
+            MetricKind::TtftCachedMs => agent?.ttft_cached_ms.as_ref().map(|f| f.median),
+            MetricKind::CacheHitRatio => agent?.cache_hit_ratio,
+            _ => self.metric(kind).map(|m| m.median),
+        }
+    }
+
+    /// The metrics this step has figures for, in the order rows list them: an agent step's
+    /// own four, or the speed metrics.
+    pub fn metric_kinds(&self) -> &'static [MetricKind] {
+        if self.workload == Workload::Agent {
+            &MetricKind::AGENT
+        } else {
+            &MetricKind::ALL
         }
     }
 
@@ -165,7 +219,7 @@ pub fn summarize(pass: &Pass) -> PolarsResult<Vec<CellStep>> {
 /// [`summarize`] for many passes at once, in one polars pass over all their runs (what a
 /// leaderboard over thousands of passes needs); one list of figures per pass, in order.
 pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
-    let facts: Vec<RunFacts> = passes.iter().flat_map(run_facts).filter(|f| !f.warmup).collect();
+    let facts: Vec<RunFacts> = passes.iter().flat_map(run_facts).filter(|f| !f.warmup && f.workload != Workload::Quality).collect();
     let groups = aggregate(&facts)?;
     let mut per_pass: Vec<Vec<CellStep>> = vec![Vec::new(); passes.len()];
     let index: BTreeMap<&str, usize> = passes.iter().enumerate().map(|(i, p)| (p.info.pass_id.as_str(), i)).collect();
@@ -174,10 +228,19 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
     for (i, f) in facts.iter().enumerate() {
         start_of.entry(f.pass_id.as_str()).and_modify(|e| e.1 = i + 1).or_insert((i, i + 1));
     }
+    // The agent figures of a pass, worked out once for all its agent steps.
+    let mut agent_cells: BTreeMap<usize, Vec<AgentCell>> = BTreeMap::new();
     for g in groups {
         let Some(&i) = index.get(g.pass_id.as_str()) else { continue };
         let (from, to) = start_of[g.pass_id.as_str()];
-        per_pass[i].push(cell_step(&passes[i], &facts[from..to], g));
+        let mut step = cell_step(&passes[i], &facts[from..to], g);
+        if step.workload == Workload::Agent {
+            let cells = agent_cells.entry(i).or_insert_with(|| crate::agent::summarize(&passes[i]));
+            if let Some(cell) = cells.iter().find(|c| c.cell == step.cell) {
+                agent_step(&mut step, cell.clone());
+            }
+        }
+        per_pass[i].push(step);
     }
     for steps in &mut per_pass {
         compare_rows(steps);
@@ -432,10 +495,45 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         token_count_source: sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("+"),
         spec_acceptance: (g.draft_n > 0).then(|| g.draft_accepted as f64 / g.draft_n as f64),
         row_prompt_tokens: None,
+        ttft_cold: None,
+        agent: None,
         server_peak_rss_bytes: group.iter().filter_map(|f| f.server_peak_rss_bytes).max(),
         reconciliation,
         reasons,
     }
+}
+
+/// An agent step takes its figures from the sessions (`crate::agent`): decode and the cold
+/// TTFT as banded metrics, the rest in [`CellStep::agent`]. The medians over all turns —
+/// TTFT, prefill, prompt size — are dropped, and so are the reasons read off them in run
+/// order (drift, a cold start: a later turn is longer by design); the session reasons replace
+/// the generic ones they stand for.
+fn agent_step(step: &mut CellStep, cell: AgentCell) {
+    let of = |kind: MetricKind, figure: Option<&crate::agent::Figure>| {
+        figure.map(|f| Metric { kind, median: f.median, band: band(&f.values, f.median, 0.0), values: f.values.clone() })
+    };
+    step.decode = of(MetricKind::DecodeTps, cell.decode_tps.as_ref());
+    step.ttft_cold = of(MetricKind::TtftColdMs, cell.ttft_cold_ms.as_ref());
+    step.ttft = None;
+    step.prefill = None;
+    step.prompt_tokens = None;
+    step.n_short = cell.n_short;
+    let replaced = [ReasonCode::Errors, ReasonCode::ShortStop, ReasonCode::FewRuns, ReasonCode::TokenEstimate, ReasonCode::Drift, ReasonCode::ColdStart, ReasonCode::PromptSize];
+    step.reasons.retain(|r| !replaced.contains(&r.code));
+    for reason in &cell.reasons {
+        let code = match reason.code {
+            "errors" => ReasonCode::Errors,
+            "short-stop" => ReasonCode::ShortStop,
+            "few-runs" => ReasonCode::FewRuns,
+            "token-estimate" => ReasonCode::TokenEstimate,
+            crate::agent::NO_CACHE_INFO => ReasonCode::NoCacheInfo,
+            // A code this module does not know yet still reaches the report through the
+            // agent section's own flags.
+            _ => continue,
+        };
+        step.reasons.push(Reason::new(code, reason.detail.clone()));
+    }
+    step.agent = Some(cell);
 }
 
 /// Three or more rates, each below (or each above) the one before, the last more than

@@ -16,6 +16,13 @@
 //!   (different machine or request parameters, each named with both values, prompts of different size, a decode rate from
 //!   short-stopped runs, no successful run); `new` / `gone` for unmatched cells.
 //!
+//! Agent steps are compared on their session figures (docs/agent.md), never on medians over
+//! turns of different sizes: `ttft_cold_ms` (one value per session) and `decode_tps` as above;
+//! `ttft_cached_ms` and `cache_hit_ratio`, whose turns differ in size by design, turn by turn —
+//! both passes replay the same sessions, so turn `t` of A and turn `t` of B had the same
+//! prompt — with the exact sign test over the turns ([`paired_call`]). Quality runs are not
+//! compared here (`cells` leaves them out; `quality` compares them).
+//!
 //! Attribution comes from provenance: `engine` (engine version or executable hash changed,
 //! weights not), `build` (weights changed, engine not), `engine+build` (both), `none`
 //! (neither: a re-run) and `unknown` (a hash is missing on a side). `none` cells are the **control cells**: their deltas measure the drift
@@ -26,12 +33,32 @@ use std::collections::BTreeMap;
 
 use harness::pass::{Pass, Workload};
 
+use crate::agent::AgentCell;
+use crate::band::FLOOR;
 use crate::cells::{CellStep, Metric, MetricKind, PROMPT_SPREAD_MARGIN};
 use crate::ranksum::{exact_two_sided_p, min_attainable_p};
 use crate::reasons::{Reason, ReasonCode};
 
 /// The metrics a diff compares (prompt tokens are checked, not judged).
 pub const DIFF_METRICS: [MetricKind; 3] = [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps];
+
+/// Every metric a diff row can carry: the speed metrics, then an agent step's own.
+const ALL_METRICS: [MetricKind; 6] =
+    [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps, MetricKind::TtftColdMs, MetricKind::TtftCachedMs, MetricKind::CacheHitRatio];
+
+/// The metrics a step's rows compare: an agent step's session figures, or [`DIFF_METRICS`].
+pub fn diff_metrics(step: &CellStep) -> &'static [MetricKind] {
+    if step.agent.is_some() {
+        &MetricKind::AGENT
+    } else {
+        &DIFF_METRICS
+    }
+}
+
+/// Compared turn by turn rather than as two samples: their turns differ in size by design.
+fn paired(metric: MetricKind) -> bool {
+    matches!(metric, MetricKind::TtftCachedMs | MetricKind::CacheHitRatio)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -225,10 +252,10 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
     // First every matched pair without drift, to find the control cells and their drift.
     let pairs: Vec<(&CellStep, &CellStep)> = a.iter().zip(&matches).filter_map(|(x, m)| Some((x, &b[(*m)?]))).collect();
     let mut drift = Vec::new();
-    for metric in DIFF_METRICS {
+    for metric in ALL_METRICS {
         let deltas: Vec<f64> = pairs
             .iter()
-            .filter(|(x, y)| attribution(x, y).0 == Attribution::None)
+            .filter(|(x, y)| attribution(x, y).0 == Attribution::None && diff_metrics(x).contains(&metric))
             .filter_map(|(x, y)| {
                 let row = judge(x, y, metric, 0.0, &cell_reasons(&pass_reasons, a_pass, x, b_pass, y));
                 (row.verdict != Verdict::Incomparable).then_some(log_change(row.a_median?, row.b_median?)?.abs())
@@ -247,17 +274,17 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
             Some(step_b) => {
                 let control = attribution(step_a, step_b).0 == Attribution::None;
                 let reasons = cell_reasons(&pass_reasons, a_pass, step_a, b_pass, step_b);
-                for metric in DIFF_METRICS {
+                for &metric in diff_metrics(step_a) {
                     // Control cells define the drift; everything else must clear it.
                     let widen = if control { 0.0 } else { drift.iter().find(|d| d.metric == metric).map_or(0.0, |d| d.max_abs_delta) };
                     rows.push(DiffRow { model: key(step_a).1, ..judge(step_a, step_b, metric, widen, &reasons) });
                 }
             }
-            None => rows.extend(DIFF_METRICS.map(|m| DiffRow { model: key(step_a).1, ..unmatched(step_a, m, Verdict::Gone) })),
+            None => rows.extend(diff_metrics(step_a).iter().map(|&m| DiffRow { model: key(step_a).1, ..unmatched(step_a, m, Verdict::Gone) })),
         }
     }
     for (step_b, _) in b.iter().zip(&b_taken).filter(|(_, taken)| !**taken) {
-        rows.extend(DIFF_METRICS.map(|m| DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) }));
+        rows.extend(diff_metrics(step_b).iter().map(|&m| DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) }));
     }
     let tested: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].alpha.is_some()).collect();
     let expected_false_calls = tested.iter().filter_map(|&i| rows[i].alpha).sum();
@@ -387,7 +414,7 @@ pub fn log_change(a: f64, b: f64) -> Option<f64> {
 }
 
 fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
-    let median = step.metric(metric).map(|m| m.median);
+    let median = step.median(metric);
     DiffRow {
         engine: step.engine.clone(),
         model: step.family.clone(),
@@ -412,7 +439,6 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
     let (attribution, unhashed) = attribution(a, b);
     let mut reasons: Vec<Reason> = pass_reasons.to_vec();
     reasons.extend(unhashed);
-    let (ma, mb) = (a.metric(metric), b.metric(metric));
     let mut row = DiffRow {
         engine: a.engine.clone(),
         model: a.family.clone(),
@@ -420,8 +446,8 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         workload: a.workload,
         target_prompt_tokens: a.target_prompt_tokens,
         metric,
-        a_median: ma.map(|m| m.median),
-        b_median: mb.map(|m| m.median),
+        a_median: a.median(metric),
+        b_median: b.median(metric),
         delta_pct: None,
         verdict: Verdict::Incomparable,
         attribution: Some(attribution),
@@ -431,12 +457,16 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         withdrawn: false,
         reasons: Vec::new(),
     };
-    let (Some(ma), Some(mb)) = (ma, mb) else {
-        reasons.push(Reason::new(ReasonCode::Errors, "no successful run on one side"));
+    let (Some(median_a), Some(median_b)) = (row.a_median, row.b_median) else {
+        let no_cache_info = [a, b].iter().find_map(|side| side.reasons.iter().find(|r| r.code == ReasonCode::NoCacheInfo));
+        match no_cache_info {
+            Some(reason) if metric == MetricKind::CacheHitRatio => reasons.push(reason.clone()),
+            _ => reasons.push(Reason::new(ReasonCode::Errors, "no successful run on one side")),
+        }
         row.reasons = reasons;
         return row;
     };
-    row.delta_pct = (ma.median > 0.0).then(|| (mb.median - ma.median) / ma.median * 100.0);
+    row.delta_pct = (median_a > 0.0).then(|| (median_b - median_a) / median_a * 100.0);
 
     let mut incomparable = !pass_reasons.is_empty();
     if let (Some(pa), Some(pb)) = (&a.prompt_tokens, &b.prompt_tokens) {
@@ -467,7 +497,16 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         return row;
     }
 
-    let call = call(ma, mb, metric, drift);
+    let call = match (a.metric(metric), b.metric(metric), &a.agent, &b.agent) {
+        (Some(ma), Some(mb), _, _) => call(ma, mb, metric, drift),
+        (_, _, Some(ca), Some(cb)) if paired(metric) => paired_call(ca, cb, metric, drift),
+        // Both medians exist, so both sides have the figure; a step that lost its sessions
+        // would be left incomparable rather than guessed at.
+        _ => {
+            row.reasons = reasons;
+            return row;
+        }
+    };
     row.verdict = call.verdict;
     row.p_value = call.p;
     row.threshold = Some(call.threshold);
@@ -521,6 +560,73 @@ fn call(a: &Metric, b: &Metric, metric: MetricKind, drift: f64) -> Call {
     Call { verdict, p, threshold, alpha: Some(alpha), reason }
 }
 
+/// An agent step's cached TTFT or cache hit ratio, A against B turn by turn. Both passes
+/// replay the same sessions, so turn `t` (its median over the sessions that reached it) had
+/// the same prompt on both sides; what changes between the sides is the engine, and each
+/// turn's change is one observation:
+/// - cached TTFT: ln(B/A) of each later turn (turn ≥ 1);
+/// - cache hit ratio: B's cached ÷ prompt tokens minus A's, at every turn that says both.
+///
+/// The exact two-sided sign test (ties left out; Dixon & Mood 1946, *JASA* 41:557–566) asks
+/// whether B sits above A at more turns than chance would put it; a call also needs the
+/// median change to clear the floor and the control cells' drift (for the ratio, in points:
+/// 0.02 is two percentage points). α is 0.05 from 6 turns on, 0.10 at 5 (`low-n`); fewer
+/// turns are shown, not judged.
+fn paired_call(a: &AgentCell, b: &AgentCell, metric: MetricKind, drift: f64) -> Call {
+    let changes: Vec<f64> = a
+        .by_turn
+        .iter()
+        .filter_map(|ta| {
+            let tb = b.by_turn.iter().find(|tb| tb.turn == ta.turn)?;
+            match metric {
+                MetricKind::TtftCachedMs if ta.turn >= 1 => log_change(ta.ttft_ms?, tb.ttft_ms?),
+                MetricKind::CacheHitRatio => {
+                    let hit = |t: &crate::agent::TurnPoint| Some(t.cached_prompt_tokens? / t.prompt_tokens.filter(|p| *p > 0.0)?);
+                    Some(hit(tb)? - hit(ta)?)
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let threshold = FLOOR.max(drift);
+    // The cutoff the median change must clear: on the log scale for TTFT, in points for the ratio.
+    let cutoff = if metric == MetricKind::CacheHitRatio { threshold } else { threshold.ln_1p() };
+    let m = changes.len();
+    let best_p = 2.0 * 0.5f64.powi(m as i32);
+    if best_p > 0.10 {
+        let detail = format!("{m} turns on both sides: no sign test can reach p ≤ 0.10; the delta is shown, not judged");
+        return Call { verdict: Verdict::WithinNoise, p: None, threshold, alpha: None, reason: Some(Reason::new(ReasonCode::FewRuns, detail)) };
+    }
+    let (alpha, low_n) = if best_p <= 0.05 { (0.05, false) } else { (0.10, true) };
+    let p = sign_test_p(&changes);
+    let median_change = crate::summary::median(&changes).unwrap_or(0.0);
+    let significant = p <= alpha + 1e-12 && median_change.abs() > cutoff;
+    let verdict = match (significant, (median_change > 0.0) == metric.higher_is_faster()) {
+        (false, _) => Verdict::WithinNoise,
+        (true, true) => Verdict::Faster,
+        (true, false) => Verdict::Slower,
+    };
+    let reason = (low_n && significant).then(|| Reason::new(ReasonCode::LowN, format!("{m} turns: the smallest p a sign test can give is 2/{:.0} = {best_p:.4}", 2.0 / best_p)));
+    Call { verdict, p: Some(p), threshold, alpha: Some(alpha), reason }
+}
+
+/// The exact two-sided sign test of "each change is as likely up as down": zeros are left
+/// out, and p = 2 · P(Binomial(n, ½) ≤ min(ups, downs)), at most 1 (1 when nothing changed).
+pub fn sign_test_p(changes: &[f64]) -> f64 {
+    let ups = changes.iter().filter(|c| **c > 0.0).count();
+    let downs = changes.iter().filter(|c| **c < 0.0).count();
+    let n = ups + downs;
+    let fewer = ups.min(downs);
+    // C(n, i) / 2ⁿ built term by term, which stays exact enough for the few dozen turns a
+    // session has.
+    let (mut term, mut tail) = (0.5f64.powi(n as i32), 0.0);
+    for i in 0..=fewer {
+        tail += term;
+        term *= (n - i) as f64 / (i + 1) as f64;
+    }
+    (2.0 * tail).min(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,6 +652,15 @@ mod tests {
         let c = metric(&[101.9, 101.98, 102.05]);
         assert_eq!(call(&a, &c, MetricKind::DecodeTps, 0.0).verdict, Verdict::WithinNoise);
         assert_eq!(call(&c, &a, MetricKind::DecodeTps, 0.0).verdict, Verdict::WithinNoise);
+    }
+
+    #[test]
+    fn the_sign_test_matches_the_binomial_tail() {
+        // 6 of 6 up: 2 · (1/64) = 0.03125; 5 of 6: 2 · 7/64 = 0.21875; ties are left out.
+        assert_eq!(sign_test_p(&[1.0; 6]), 0.03125);
+        assert_eq!(sign_test_p(&[1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 0.0]), 0.21875);
+        assert_eq!(sign_test_p(&[0.0, 0.0]), 1.0, "nothing changed");
+        assert_eq!(sign_test_p(&[-2.0; 10]), sign_test_p(&[2.0; 10]), "either way");
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! The leaderboard CSV: one row per cell, workload, target and metric, with exactly the
 //! columns docs/leaderboard.md documents, so that a leaderboard site can ingest it.
+//!
+//! An agent step publishes the session metrics of `crate::agent` (`ttft_cold_ms`,
+//! `ttft_cached_ms`, `cache_hit_ratio`, `decode_tps`), not medians over turns of different
+//! sizes; quality runs publish nothing here (`crate::cells` leaves them out).
 
 use crate::cells::{CellStep, MetricKind};
 use crate::reasons::join_codes;
@@ -27,11 +31,23 @@ pub const COLUMNS: [&str; 19] = [
     "token_count_source",
 ];
 
+/// Where `flags` is in [`COLUMNS`].
+const FLAGS: usize = 17;
+
 /// The rows of `steps` (one pass's figures), metric by metric.
 pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
     let mut rows = Vec::new();
     for step in steps {
         let flags = join_codes(&step.reasons);
+        if let Some(cell) = &step.agent {
+            // The session rows as `agent` defines them, flagged like every other row (the
+            // step's reasons hold the session reasons and those of its row, engine+build).
+            rows.extend(crate::agent::leaderboard_rows(std::slice::from_ref(cell)).into_iter().map(|mut row| {
+                row[FLAGS] = flags.clone();
+                row
+            }));
+            continue;
+        }
         for kind in MetricKind::ALL {
             let Some(metric) = step.metric(kind) else { continue };
             // Fewer runs than a band needs: leave it empty rather than print a width nobody measured.
@@ -88,4 +104,12 @@ pub fn to_csv<'a>(passes: impl IntoIterator<Item = &'a [CellStep]>) -> String {
         }
     }
     String::from_utf8(writer.into_inner().expect("writing to memory")).expect("CSV of UTF-8 fields is UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_flags_index_names_the_flags_column() {
+        assert_eq!(super::COLUMNS[super::FLAGS], "flags");
+    }
 }

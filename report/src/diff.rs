@@ -1,6 +1,7 @@
 //! Rendering a diff of two passes: Markdown and HTML through the templates, and the diff CSV
 //! with its fixed columns.
 
+use analysis::cells::MetricKind;
 use analysis::diff::Diff;
 use harness::pass::csv::spreadsheet_cell;
 use minijinja::context;
@@ -83,7 +84,11 @@ fn context(diff: &Diff) -> minijinja::Value {
         .rows
         .iter()
         .map(|r| {
-            let digits = if r.metric == analysis::cells::MetricKind::DecodeTps { 1 } else { 0 };
+            let digits = match r.metric {
+                MetricKind::DecodeTps => 1,
+                MetricKind::CacheHitRatio => 3,
+                _ => 0,
+            };
             let fmt = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.digits$}"));
             RowView {
                 engine: r.engine.clone(),

@@ -13,6 +13,7 @@ pub mod summary;
 pub mod view;
 
 use analysis::cells::CellStep;
+use analysis::quality::QualityRow;
 use harness::pass::Pass;
 use minijinja::{context, AutoEscape, Environment};
 
@@ -73,11 +74,28 @@ pub fn md_marks(marks: String) -> String {
     }
 }
 
+/// What a pass report shows beyond the pass's own figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportOptions<'a> {
+    /// The pass's cells against a reference cell (`analysis::quality::compare`): a quality
+    /// column beside the speed tables (docs/quality.md).
+    pub quality: Option<&'a [QualityRow]>,
+}
+
 /// Renders the report of one pass from its figures (`analysis::cells::summarize`).
 pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinja::Error> {
-    let (tables, notes) = view::tables(steps);
-    let charts: Vec<Chart> =
+    render_pass_with(pass, steps, ReportOptions::default())
+}
+
+/// [`render_pass`] with what `options` adds: a pass without agent runs and without a quality
+/// comparison renders the same bytes either way.
+pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<'_>) -> Result<Rendered, minijinja::Error> {
+    let (tables, notes) = view::tables_with_quality(steps, options.quality);
+    let mut charts: Vec<Chart> =
         [charts::decode_by_cell(steps), charts::decode_vs_prompt(steps), charts::token_timeline(pass)].into_iter().flatten().collect();
+    // The agent cells as the steps carry them, in pass order (one step per agent cell).
+    let agent_cells: Vec<analysis::agent::AgentCell> = steps.iter().filter_map(|s| s.agent.clone()).collect();
+    let agent = agent::render(&agent_cells)?;
     let ctx = context! {
         pass => view::header(pass),
         tables => tables,
@@ -90,9 +108,15 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
         reconciliation => view::reconciliation(steps),
         engines => view::engines(pass),
         charts => charts,
+        agent_markdown => agent.as_ref().map(|a| a.markdown.clone()),
+        agent_html => agent.as_ref().map(|a| a.html.clone()),
+        quality => options.quality.map(view::quality_note),
         floor_pct => (analysis::band::FLOOR * 100.0).round() as u32,
     };
     let env = environment();
+    // The agent chart sits in its own section, not among the charts listed at the end; it is
+    // written beside them, where the section's Markdown points.
+    charts.extend(agent.and_then(|a| a.chart));
     Ok(Rendered {
         markdown: env.get_template("report.md.j2")?.render(&ctx)?,
         html: env.get_template("report.html.j2")?.render(&ctx)?,

@@ -23,6 +23,27 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
     let mut notes = Notes::default();
     for step in steps {
         let marks = notes.marks(&step.reasons, crate::view::ShortStopMark::for_decode(step));
+        // An agent step's turns differ in size by design: its TTFT is the cold and the cached
+        // one, its runs are turns of sessions, and it has no one prompt size or prefill rate.
+        if let Some(agent) = &step.agent {
+            let ttft = |f: Option<&analysis::agent::Figure>| f.map_or("–".to_owned(), |f| format!("{:.1}", f.median));
+            let cache = agent.cache_hit_ratio.map_or(String::new(), |r| format!(", {:.1} % cached", r * 100.0));
+            let _ = writeln!(
+                out,
+                "| {} | {} | agent | – | – | cold {} · cached {}{} | {} | – | {} turns, {} session{} | {} |",
+                md(&step.engine),
+                md(&step.model),
+                ttft(agent.ttft_cold_ms.as_ref()),
+                ttft(agent.ttft_cached_ms.as_ref()),
+                cache,
+                figure(step.decode.as_ref(), 1),
+                agent.n_turns,
+                agent.n_sessions,
+                if agent.n_sessions == 1 { "" } else { "s" },
+                crate::md_marks(marks),
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -2,6 +2,7 @@
 //! Strings are raw here; the templates escape them (HTML auto-escaping, the `md` filter).
 
 use analysis::cells::{CellStep, Metric};
+use analysis::quality::QualityRow;
 use analysis::reasons::{Reason, ReasonCode};
 use harness::pass::{Pass, Workload};
 use serde::Serialize;
@@ -182,6 +183,71 @@ fn grid(
 
 /// The report's tables, in reading order, and the footnotes their marks refer to.
 pub fn tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
+    tables_with_quality(steps, None)
+}
+
+/// [`tables`], each with a last column `quality` when a comparison with a reference cell is
+/// given: what `report::quality::column_text` says of the cells in the row ("how fast, and how
+/// close to the reference" in one table). A row of one cell shows its text; a row of several
+/// (an engine on several families) names each cell's family; `–` where a cell has no quality
+/// runs.
+pub fn tables_with_quality(steps: &[CellStep], quality: Option<&[QualityRow]>) -> (Vec<Table>, Vec<Note>) {
+    let (mut tables, notes) = speed_tables(steps);
+    if let Some(quality) = quality {
+        let lanes_differ = steps.iter().any(|s| s.lane != steps[0].lane);
+        for table in &mut tables {
+            let by_engine_only = table.corner == "engine";
+            table.columns.push("quality".to_owned());
+            for row in &mut table.rows {
+                // The row's cells: the steps its label was made from.
+                let mut cells: Vec<&CellStep> = Vec::new();
+                for s in steps {
+                    let label = if by_engine_only { engine_label(s, lanes_differ) } else { format!("{} · {}", engine_label(s, lanes_differ), s.family) };
+                    if label == row.label && !cells.iter().any(|c| c.cell == s.cell && c.pass_id == s.pass_id) {
+                        cells.push(s);
+                    }
+                }
+                let text_of = |s: &CellStep| {
+                    quality.iter().find(|q| q.pass_id == s.pass_id && q.cell == s.cell).map_or("–".to_owned(), crate::quality::column_text)
+                };
+                let text = match cells[..] {
+                    [one] => text_of(one),
+                    _ => cells.iter().map(|s| format!("{}: {}", s.family, text_of(s))).collect::<Vec<_>>().join("; "),
+                };
+                row.cells.push(Cell { text, marks: String::new() });
+            }
+        }
+    }
+    (tables, notes)
+}
+
+#[derive(Debug, Serialize)]
+pub struct QualityNote {
+    /// The reference cell: `pass · engine · model`.
+    pub reference: String,
+    pub flags: Vec<QualityFlagNote>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QualityFlagNote {
+    pub code: &'static str,
+    pub text: &'static str,
+}
+
+/// What the quality column is measured against, and the flags it shows, explained.
+pub fn quality_note(rows: &[QualityRow]) -> QualityNote {
+    let reference = rows.first().map_or_else(String::new, |r| format!("{} · {} · {}", r.ref_pass_id, r.ref_engine, r.ref_model));
+    let mut flags: Vec<QualityFlagNote> = Vec::new();
+    for flag in rows.iter().flat_map(|r| &r.flags) {
+        if !flags.iter().any(|f| f.code == flag.as_str()) {
+            flags.push(QualityFlagNote { code: flag.as_str(), text: flag.sentence() });
+        }
+    }
+    flags.sort_by_key(|f| f.code);
+    QualityNote { reference, flags }
+}
+
+fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
     let mut notes = Notes::default();
     let lanes_differ = steps.iter().any(|s| s.lane != steps[0].lane);
     let of = |w: Workload| steps.iter().filter(|s| s.workload == w).collect::<Vec<_>>();

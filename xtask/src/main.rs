@@ -21,8 +21,11 @@ tasks:
   demo [--engine sim|llama-cpp|mlx-lm|llama-cpp,mlx-lm] [--out DIR]
                           start the reference engine (or installed real engines), run a short
                           seed-shaped pass, render its report, print where everything is
-  report PASS [--out DIR] report.md, report.html, charts/*.svg and leaderboard.csv
-                          (default DIR: reports/<pass id>/)
+  report PASS [--out DIR] [--quality-reference REF_PASS[:CELL]]
+                          report.md, report.html, charts/*.svg and leaderboard.csv
+                          (default DIR: reports/<pass id>/); with a quality reference, a
+                          quality column beside the speed tables: each cell's exact match and
+                          mean top-K KL against the reference cell (docs/quality.md)
   diff PASS_A PASS_B --out FILE [--correction none|holm]
                           what changed from A to B; Markdown, HTML or CSV by FILE's extension;
                           holm: Holm's family-wise correction over the rows tested

@@ -27,8 +27,13 @@ fn write(path: &Path, contents: &str) -> anyhow::Result<()> {
 
 /// Writes report.md, report.html, charts/*.svg and leaderboard.csv into `out`.
 pub fn write_report(pass: &Pass, out: &Path) -> anyhow::Result<()> {
+    write_report_with(pass, out, report::ReportOptions::default())
+}
+
+/// [`write_report`] with a quality column, or whatever else `options` asks for.
+pub fn write_report_with(pass: &Pass, out: &Path, options: report::ReportOptions<'_>) -> anyhow::Result<()> {
     let steps = analysis::cells::summarize(pass)?;
-    let rendered = report::render_pass(pass, &steps)?;
+    let rendered = report::render_pass_with(pass, &steps, options)?;
     write(&out.join("report.md"), &rendered.markdown)?;
     write(&out.join("report.html"), &rendered.html)?;
     write(&out.join("leaderboard.csv"), &rendered.leaderboard_csv)?;
@@ -41,15 +46,59 @@ pub fn write_report(pass: &Pass, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+const REPORT_USAGE: &str = "usage: cargo xtask report PASS [--out DIR] [--quality-reference REF_PASS[:CELL]]";
+
+/// What `cargo xtask report` was asked for.
+#[derive(Debug, PartialEq)]
+struct ReportArgs {
+    pass: PathBuf,
+    out: Option<PathBuf>,
+    /// The reference pass and, where it has several cells with quality runs, which cell.
+    quality_reference: Option<(PathBuf, Option<String>)>,
+}
+
+fn report_args(args: &[&str]) -> anyhow::Result<ReportArgs> {
+    let (mut pass, mut out, mut quality_reference) = (None, None, None);
+    let mut args = args.iter();
+    while let Some(&arg) = args.next() {
+        match arg {
+            "--out" => out = Some(PathBuf::from(args.next().context(REPORT_USAGE)?)),
+            "--quality-reference" => quality_reference = Some(reference(args.next().context(REPORT_USAGE)?)),
+            flag if flag.starts_with("--") => anyhow::bail!("unknown flag {flag}\n{REPORT_USAGE}"),
+            dir if pass.is_none() => pass = Some(PathBuf::from(dir)),
+            _ => anyhow::bail!(REPORT_USAGE),
+        }
+    }
+    Ok(ReportArgs { pass: pass.context(REPORT_USAGE)?, out, quality_reference })
+}
+
+/// `PASS:CELL`, unless the whole argument is a folder (a path may hold a colon).
+fn reference(arg: &str) -> (PathBuf, Option<String>) {
+    match arg.rsplit_once(':') {
+        Some((dir, cell)) if !Path::new(arg).is_dir() && !cell.is_empty() => (PathBuf::from(dir), Some(cell.to_owned())),
+        _ => (PathBuf::from(arg), None),
+    }
+}
+
 pub fn report(args: &[&str]) -> anyhow::Result<()> {
-    let (pass_dir, out) = match args {
-        [pass] => (PathBuf::from(pass), None),
-        [pass, "--out", dir] => (PathBuf::from(pass), Some(PathBuf::from(dir))),
-        _ => anyhow::bail!("usage: cargo xtask report PASS [--out DIR]"),
+    let args = report_args(args)?;
+    let pass = load(&args.pass)?;
+    let out = args.out.unwrap_or_else(|| crate::workspace_root().join("reports").join(&pass.info.pass_id));
+    let quality = match &args.quality_reference {
+        Some((dir, cell)) => {
+            let ref_pass = load(dir).with_context(|| format!("reading the quality reference {}", dir.display()))?;
+            let ref_cell = analysis::quality::reference_cell(&ref_pass, cell.as_deref())?;
+            let rows = analysis::quality::compare(&ref_pass, ref_cell, std::slice::from_ref(&pass));
+            anyhow::ensure!(
+                !rows.is_empty(),
+                "pass {} has no measured quality runs to compare with the reference (run it with --workload quality)",
+                pass.info.pass_id
+            );
+            Some(rows)
+        }
+        None => None,
     };
-    let pass = load(&pass_dir)?;
-    let out = out.unwrap_or_else(|| crate::workspace_root().join("reports").join(&pass.info.pass_id));
-    write_report(&pass, &out)?;
+    write_report_with(&pass, &out, report::ReportOptions { quality: quality.as_deref() })?;
     println!("{}", out.join("report.html").display());
     Ok(())
 }
@@ -102,4 +151,24 @@ pub fn leaderboard(args: &[&str]) -> anyhow::Result<()> {
     write(Path::new(out), &csv)?;
     println!("{out}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quality_reference_takes_an_optional_cell_anywhere_after_the_pass() {
+        let args = report_args(&["p", "--quality-reference", "r:llama.cpp/f16", "--out", "o"]).unwrap();
+        assert_eq!(
+            args,
+            ReportArgs { pass: "p".into(), out: Some("o".into()), quality_reference: Some(("r".into(), Some("llama.cpp/f16".into()))) }
+        );
+        let args = report_args(&["--quality-reference", "r", "p"]).unwrap();
+        assert_eq!((args.pass, args.quality_reference), (PathBuf::from("p"), Some((PathBuf::from("r"), None))));
+        assert_eq!(report_args(&["p"]).unwrap().quality_reference, None);
+        assert!(report_args(&["p", "q"]).is_err(), "one pass");
+        assert!(report_args(&["p", "--quality-reference"]).is_err());
+        assert!(report_args(&["p", "--bogus"]).is_err());
+    }
 }

@@ -5,11 +5,11 @@ use std::process::Command;
 
 use crate::{artifacts, fixture_pass};
 
-fn chromium() -> Option<&'static str> {
+pub fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser"].into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
-fn headless(browser: &str, args: &[&str]) -> std::process::Output {
+pub fn headless(browser: &str, args: &[&str]) -> std::process::Output {
     let profile = tempfile::tempdir().unwrap();
     Command::new(browser)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])

@@ -2,6 +2,7 @@
 //! them, exact CSV columns, escaping of hostile strings, the same bytes every time, and the
 //! HTML opened in a real headless Chromium.
 
+mod agent;
 mod bands;
 mod browser;
 mod hostile_csv;
