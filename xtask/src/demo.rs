@@ -1,6 +1,13 @@
 //! `cargo xtask demo`: the whole chain on a machine with nothing installed. The reference
 //! engine stands in for a real one; the pass is shaped like the seed protocol (sustained runs,
-//! then a prompt-size matrix), shortened so that it takes about half a minute.
+//! then a prompt-size matrix), shortened so that it takes about half a minute, and ends with
+//! one replayed agent session (docs/agent.md) so that the report shows its section.
+//!
+//! The reference engine runs with its prefix cache (`--prefix-cache`), as vLLM and SGLang do
+//! by default, since the agent session is about what the cache is worth. The other steps see
+//! it too: after the first sustained run the sustained prompt is cached (its TTFT is the base
+//! latency), and prompt-matrix prompts, cut from different places in the corpus, share only
+//! their first few tokens.
 //!
 //! `cargo xtask demo --engine llama-cpp` (or `mlx-lm`, or both: `llama-cpp,mlx-lm`) does the
 //! same with the real engines `cargo xtask engine install` put in the cache, each on its tiny
@@ -164,8 +171,17 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
     let root = crate::workspace_root();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
 
-    // A plausible laptop engine: 80 tok/s decode, 4000 tok/s prefill, ±3 % seeded noise.
-    let profile = SimProfile { decode_tps: 80.0, prefill_tps: 4000.0, jitter: 0.03, seed: 1, timings: true, ..SimProfile::default() };
+    // A plausible laptop engine: 80 tok/s decode, 4000 tok/s prefill, ±3 % seeded noise, and a
+    // prefix cache for the agent session.
+    let profile = SimProfile {
+        decode_tps: 80.0,
+        prefill_tps: 4000.0,
+        jitter: 0.03,
+        seed: 1,
+        timings: true,
+        prefix_cache: true,
+        ..SimProfile::default()
+    };
     let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into()))?;
     let url = format!("http://{}", listener.local_addr()?);
     runtime.spawn(harness::sim::serve(profile.clone(), listener));
@@ -188,6 +204,9 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
             step(Workload::PromptMatrix, 128, 3),
             step(Workload::PromptMatrix, 2048, 2),
             step(Workload::PromptMatrix, 8192, 1),
+            // One session of the first shipped trace (11 turns up to about 8.6k tokens), each
+            // reply capped at 8 tokens: about 4 seconds, most of them prefill.
+            Step { max_tokens: 8, ..step(Workload::Agent, 0, 1) },
         ],
         concurrency: 1,
         api_key_env: None,
@@ -210,4 +229,60 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
     let summary = runtime.block_on(run_pass(options))?;
 
     finish(&summary.dir, out.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// The README's main command, end to end: the demo's pass has its agent session, and its
+    /// report the Agent sessions section with the chart, in Markdown and in the HTML a browser
+    /// reads. (The section's figures are held to the sim's schedule in report/tests/it/agent.rs.)
+    #[test]
+    fn the_demo_report_shows_the_agent_session() {
+        let out = std::env::temp_dir().join(format!("benchpass-demo-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let started = std::time::Instant::now();
+        super::sim_demo(Some(out.clone())).unwrap();
+        let seconds = started.elapsed().as_secs_f64();
+        // About 24 s on two cores, 4 of them the agent session; a demo is meant to stay short.
+        assert!(seconds < 90.0, "the demo took {seconds:.0} s");
+
+        let pass = harness::pass::read_pass(&out.join("pass")).unwrap();
+        let turns = pass.runs.iter().filter(|r| r.workload == harness::pass::Workload::Agent).count();
+        let trace = &harness::workloads::agent::traces().unwrap()[0];
+        assert_eq!(turns, trace.n_turns(), "one session of the first trace");
+        assert!(pass.runs.iter().filter(|r| r.turn.is_some_and(|t| t > 0)).all(|r| r.cached_prompt_tokens.is_some_and(|c| c > 0)));
+
+        let report = out.join("report");
+        let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+        assert!(md.contains("## Agent sessions"), "{md}");
+        assert!(md.contains("](charts/agent-ttft-by-turn.svg)"));
+        assert!(report.join("charts/agent-ttft-by-turn.svg").exists());
+        let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+        let section = html.split("<section id=\"agent-sessions\">").nth(1).expect("the section").split("</section>").next().unwrap();
+        assert!(section.contains("<svg"), "the chart is inline");
+
+        // The HTML as a browser reads it, where one is installed (CI installs Chromium).
+        let browser = ["chromium", "chromium-browser"].into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()));
+        if let Some(browser) = browser {
+            let profile = out.join("chromium-profile");
+            let dom = Command::new(browser)
+                .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update"])
+                .arg(format!("--user-data-dir={}", profile.display()))
+                .args(["--dump-dom", &format!("file://{}", report.join("report.html").display())])
+                .output()
+                .unwrap();
+            let dom = String::from_utf8_lossy(&dom.stdout);
+            let section = dom.split("<section id=\"agent-sessions\">").nth(1).expect("the section is in the DOM").split("</section>").next().unwrap();
+            assert!(section.contains("<h2>Agent sessions</h2>") && section.contains("<svg"), "{section}");
+            // The table's one row: engine, then the figures the section computed.
+            let cell = analysis::agent::summarize(&pass).remove(0);
+            assert!(section.contains(&format!("<td>{}</td><td>{}</td>", cell.n_sessions, cell.n_turns)), "{section}");
+            assert!(section.contains(&format!("<td>{:.1} %</td>", cell.cache_hit_ratio.unwrap() * 100.0)), "{section}");
+        } else {
+            assert!(std::env::var_os("CI").is_none(), "Chromium is missing in CI");
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
 }
