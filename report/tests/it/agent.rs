@@ -25,7 +25,7 @@ const DECODE_TPS: f64 = 80.0;
 const SLACK_MS: f64 = 20.0;
 
 /// A step as a plan or pass.json says it: what it leaves out takes its default.
-fn step(json: serde_json::Value) -> Step {
+pub fn step(json: serde_json::Value) -> Step {
     serde_json::from_value(json).expect("a step")
 }
 
@@ -67,7 +67,6 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// The demo's pass, without its jitter, the agent session first (so that nothing else was
 /// served before its turns), then three sustained runs for the speed tables.
 fn run_demo_shaped_pass(tmp: &tempfile::TempDir) -> harness::pass::Pass {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let profile = SimProfile {
         base_latency_ms: BASE_LATENCY_MS,
         prefill_tps: PREFILL_TPS,
@@ -76,10 +75,16 @@ fn run_demo_shaped_pass(tmp: &tempfile::TempDir) -> harness::pass::Pass {
         prefix_cache: true,
         ..SimProfile::default()
     };
+    let sustained = step(serde_json::json!({ "workload": "sustained", "target_prompt_tokens": 0, "max_tokens": 16, "warmup": 0, "runs": 3 }));
+    run_sim_pass(profile, vec![agent_step(), sustained], &tmp.path().join("pass"), "agent-demo")
+}
+
+/// A pass of `steps` against the in-process reference engine with `profile`, in `dir`.
+pub fn run_sim_pass(profile: SimProfile, steps: Vec<Step>, dir: &std::path::Path, pass_id: &str) -> harness::pass::Pass {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     runtime.spawn(harness::sim::serve(profile.clone(), listener));
-    let sustained = step(serde_json::json!({ "workload": "sustained", "target_prompt_tokens": 0, "max_tokens": 16, "warmup": 0, "runs": 3 }));
     let options = RunOptions {
         url,
         engine: "benchpass-sim".to_owned(),
@@ -89,7 +94,7 @@ fn run_demo_shaped_pass(tmp: &tempfile::TempDir) -> harness::pass::Pass {
         hash_cache: None,
         lane: "text".to_owned(),
         family: None,
-        steps: vec![agent_step(), sustained],
+        steps,
         concurrency: 1,
         api_key_env: None,
         pick_model: false,
@@ -104,8 +109,8 @@ fn run_demo_shaped_pass(tmp: &tempfile::TempDir) -> harness::pass::Pass {
             first_token_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(30),
         },
-        out: Some(tmp.path().join("pass")),
-        pass_id: Some("agent-demo".to_owned()),
+        out: Some(dir.to_owned()),
+        pass_id: Some(pass_id.to_owned()),
         progress: ProgressMode::Quiet,
     };
     let summary = runtime.block_on(run_pass(options)).unwrap();

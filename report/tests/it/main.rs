@@ -8,6 +8,7 @@ mod browser;
 mod hostile_csv;
 mod hostile_numbers;
 mod marks;
+mod quality_column;
 mod thermal;
 
 use std::path::{Path, PathBuf};
