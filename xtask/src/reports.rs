@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use harness::pass::{read_pass, read_passes, Pass};
+use harness::pass::{read_pass, read_passes, Pass, Workload};
 
 fn load(dir: &Path) -> anyhow::Result<Pass> {
     let pass = read_pass(dir)?;
@@ -94,6 +94,15 @@ pub fn report(args: &[&str]) -> anyhow::Result<()> {
                 "pass {} has no measured quality runs to compare with the reference (run it with --workload quality)",
                 pass.info.pass_id
             );
+            // The column sits in the speed tables: a pass of quality runs alone has none.
+            let speed = [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg];
+            if !pass.runs.iter().any(|r| speed.contains(&r.workload)) {
+                eprintln!(
+                    "warning: pass {} has no sustained, prompt-matrix or pp-tg runs, so no speed table to put the quality column in; \
+                     `cargo xtask quality` writes the quality table",
+                    pass.info.pass_id
+                );
+            }
             Some(rows)
         }
         None => None,
