@@ -1,6 +1,7 @@
 //! Analysis against fixtures whose figures were worked out by hand, and the noise band's
 //! coverage measured on the reference engine.
 
+mod agent_cells;
 mod coverage;
 mod fixtures;
 mod hand_worked;
