@@ -1,5 +1,5 @@
 //! What each fuzz target does with one input. The targets in `fuzz_targets/` call these, and
-//! the stable test `harness/tests/it/fuzz_corpus.rs` includes this file and feeds every
+//! the stable test `cli/tests/it/fuzz_corpus.rs` includes this file and feeds every
 //! committed corpus file through the same functions, so a crash the fuzzer once found stays
 //! found without nightly Rust.
 //!

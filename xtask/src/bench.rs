@@ -30,7 +30,7 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     };
     let root = crate::workspace_root();
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "harness", "--bin", "benchpass"])
+        .args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass"])
         .current_dir(&root)
         .status()?;
     anyhow::ensure!(status.success(), "building the release benchpass failed");

@@ -4,7 +4,7 @@
 //! TTFT taken at its first argument delta.
 //!
 //! Timing is held to what the sim actually did, as in the accuracy tests
-//! (harness/tests/accuracy): with `--timings` it says when it sent each turn's first argument
+//! (cli/tests/accuracy): with `--timings` it says when it sent each turn's first argument
 //! delta, and that instant must be within `SIM_SLACK_MS` of the schedule. The client's TTFT must
 //! be within 2 ms of it at the median over a test's turns, and within `SIM_SLACK_MS` on every
 //! turn: a test replays dozens of turns, and on two cores shared with other builds one of them
