@@ -15,9 +15,10 @@ use harness::sim::SimProfile;
 
 /// Reproducible benchmarks of local LLM inference servers (any OpenAI-compatible server).
 ///
-/// Point `benchpass run` at a running server to record a raw pass (every stream event, with
-/// its arrival time) on disk; `benchpass sim` is a reference server with a known token
-/// schedule; `export` and `import` move runs in and out as CSV.
+/// Point `benchpass run` at a running server (or a plan of engines) to record a raw pass
+/// (every stream event, with its arrival time) on disk; `report`, `diff`, `leaderboard` and
+/// `quality` turn passes into tables; `list` finds them; `benchpass sim` is a reference server
+/// with a known token schedule; `export` and `import` move runs in and out as CSV.
 #[derive(Parser)]
 #[command(name = "benchpass", version, propagate_version = true)]
 struct Cli {
@@ -31,9 +32,104 @@ enum Command {
     #[command(subcommand)]
     Plan(PlanCommand),
     Sim(SimArgs),
+    Report(ReportArgs),
+    Diff(DiffArgs),
+    Leaderboard(LeaderboardArgs),
+    Quality(QualityArgs),
+    List(ListArgs),
     Export(ExportArgs),
     Import(ImportArgs),
-    List(ListArgs),
+    Completions(CompletionsArgs),
+    Man,
+}
+
+/// Render a pass's report: report.md, report.html, charts/*.svg and leaderboard.csv.
+///   benchpass report data/passes/<pass id>                 into ./reports/<pass id>/
+///   benchpass report PASS --quality-reference REF[:CELL]   with a quality column
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct ReportArgs {
+    /// The pass folder (holding pass.json and runs.jsonl).
+    pass: PathBuf,
+    /// Where to write [default: reports/<pass id>/ under the current folder].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// A pass with quality runs (and, where it has several such cells, `:CELL`): each cell's
+    /// exact match and top-K KL against it beside the speed tables (docs/quality.md).
+    #[arg(long, value_name = "PASS[:CELL]")]
+    quality_reference: Option<String>,
+}
+
+/// What changed from pass A to pass B, row by row: a verdict (faster, slower, within noise,
+/// incomparable and why) and who to blame (engine, build, both, neither, unknown).
+///   benchpass diff A B                   Markdown on a terminal, CSV into a pipe
+///   benchpass diff A B --out diff.html   the format follows the extension (.md, .html, .csv)
+///   benchpass diff A B --fail-on slower  exit status 4 when any row is slower (for CI)
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct DiffArgs {
+    a: PathBuf,
+    b: PathBuf,
+    /// The file to write; without it the diff goes to stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// md, html or csv [default: the --out extension; without --out, md on a terminal, csv otherwise].
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// `holm`: Holm's family-wise correction over the rows tested (docs/statistics.md).
+    #[arg(long, value_enum, default_value_t = CorrectionArg::None)]
+    correction: CorrectionArg,
+    /// Exit with status 4 when any row has one of these verdicts (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "VERDICT,...")]
+    fail_on: Vec<FailOn>,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum CorrectionArg {
+    None,
+    Holm,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum FailOn {
+    Slower,
+    Faster,
+    Incomparable,
+}
+
+/// One leaderboard over several passes (columns in docs/leaderboard.md).
+///   benchpass leaderboard data/passes/* --out leaderboard.csv   (or .md, .json)
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct LeaderboardArgs {
+    #[arg(required = true)]
+    passes: Vec<PathBuf>,
+    /// The file to write; the format follows its extension (.csv, .md or .json). Without it,
+    /// CSV goes to stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Every cell with quality runs against a reference cell: exact match, common prefix, top-K
+/// KL, self-agreement (docs/quality.md).
+///   benchpass quality --reference data/passes/<f16>[:CELL] data/passes/<q8_0> --out q.md
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct QualityArgs {
+    /// The reference pass, and `:CELL` where it has several cells with quality runs.
+    #[arg(long, value_name = "PASS[:CELL]")]
+    reference: String,
+    #[arg(required = true)]
+    passes: Vec<PathBuf>,
+    /// The file to write (.md, .html or .csv); without it, Markdown goes to stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Print a shell completion script, e.g. `benchpass completions bash > ~/.local/share/bash-completion/completions/benchpass`.
+#[derive(clap::Args)]
+struct CompletionsArgs {
+    shell: clap_complete::Shell,
 }
 
 /// Plan files.
@@ -439,6 +535,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Sim(args) => sim_command(args),
         Command::List(args) => list_command(&args),
+        Command::Report(args) => {
+            let cwd = std::env::current_dir().context("the current folder")?;
+            let out = benchpass::report(&args.pass, args.out.as_deref(), &cwd, args.quality_reference.as_deref())?;
+            println!("{}", out.join("report.html").display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Diff(args) => diff_command(&args),
+        Command::Leaderboard(args) => {
+            let format = match &args.out {
+                Some(out) => benchpass::Format::of_file(out)
+                    .filter(|f| *f != benchpass::Format::Html)
+                    .with_context(|| format!("--out {}: the extension says the format: .csv, .md or .json", out.display()))?,
+                None => benchpass::Format::Csv,
+            };
+            emit(&benchpass::leaderboard(&args.passes, format)?, args.out.as_deref())
+        }
+        Command::Quality(args) => {
+            let format = match &args.out {
+                Some(out) => benchpass::Format::of_file(out)
+                    .filter(|f| *f != benchpass::Format::Json)
+                    .with_context(|| format!("--out {}: the extension says the format: .md, .html or .csv", out.display()))?,
+                None => benchpass::Format::Markdown,
+            };
+            emit(&benchpass::quality(&args.reference, &args.passes, format)?, args.out.as_deref())
+        }
+        Command::Completions(args) => {
+            clap_complete::generate(args.shell, &mut <Cli as clap::CommandFactory>::command(), "benchpass", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut std::io::stdout())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Export(args) => {
             if let Some(message) = harness::pass::listing::not_a_pass(&args.pass) {
                 anyhow::bail!(message);
@@ -495,6 +624,71 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// Writes `text` to `out` (and says where), or to stdout.
+fn emit(text: &str, out: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    match out {
+        Some(out) => {
+            benchpass::write(out, text)?;
+            println!("{}", out.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The exit status of a diff that found a verdict `--fail-on` names.
+const EXIT_DIFF_FAILED_ON: u8 = 4;
+
+fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal as _;
+    let format = match (&args.format, &args.out) {
+        (Some(name), _) => benchpass::Format::parse(name).filter(|f| *f != benchpass::Format::Json).with_context(|| format!("--format {name}: md, html or csv"))?,
+        (None, Some(out)) => benchpass::Format::of_file(out)
+            .filter(|f| *f != benchpass::Format::Json)
+            .with_context(|| format!("--out {}: the extension says the format: .md, .html or .csv", out.display()))?,
+        (None, None) if std::io::stdout().is_terminal() => benchpass::Format::Markdown,
+        (None, None) => benchpass::Format::Csv,
+    };
+    let correction = match args.correction {
+        CorrectionArg::None => analysis::diff::Correction::None,
+        CorrectionArg::Holm => analysis::diff::Correction::Holm,
+    };
+    let d = benchpass::diff(&args.a, &args.b, correction)?;
+    emit(&benchpass::render_diff(&d, format)?, args.out.as_deref())?;
+    eprintln!("{}", benchpass::diff_summary(&d));
+    let engines = |rows: &[analysis::diff::DiffRow]| rows.iter().map(|r| r.engine.clone()).collect::<std::collections::BTreeSet<_>>();
+    let matched: Vec<_> = d.rows.iter().filter(|r| !matches!(r.verdict, analysis::diff::Verdict::New | analysis::diff::Verdict::Gone)).cloned().collect();
+    if matched.is_empty() && !d.rows.is_empty() {
+        let names: Vec<String> = engines(&d.rows).into_iter().collect();
+        eprintln!(
+            "warning: no row of A matched a row of B (engines: {}): was --engine given the same on both sides?",
+            names.join(", ")
+        );
+    }
+    let failed: Vec<&str> = args
+        .fail_on
+        .iter()
+        .filter(|f| {
+            let verdict = match f {
+                FailOn::Slower => analysis::diff::Verdict::Slower,
+                FailOn::Faster => analysis::diff::Verdict::Faster,
+                FailOn::Incomparable => analysis::diff::Verdict::Incomparable,
+            };
+            d.rows.iter().any(|r| r.verdict == verdict)
+        })
+        .map(|f| match f {
+            FailOn::Slower => "slower",
+            FailOn::Faster => "faster",
+            FailOn::Incomparable => "incomparable",
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("--fail-on: rows are {}: exit status {EXIT_DIFF_FAILED_ON}", failed.join(" and "));
+    Ok(ExitCode::from(EXIT_DIFF_FAILED_ON))
 }
 
 fn list_command(args: &ListArgs) -> anyhow::Result<ExitCode> {

@@ -1,6 +1,6 @@
-//! `cargo xtask quality --reference PASS[:CELL] PASS… --out FILE`: every cell with quality runs
-//! in the passes against the reference cell (`analysis::quality`), written as the extension
-//! says (`report::quality`).
+//! `cargo xtask quality --reference PASS[:CELL] PASS… --out FILE`: an alias of `benchpass
+//! quality` (the `benchpass` library does the work): every cell with quality runs in the passes
+//! against the reference cell, written as the extension says.
 
 use std::path::{Path, PathBuf};
 
@@ -42,36 +42,16 @@ fn parse(args: &[&str]) -> anyhow::Result<Options> {
 
 pub fn run(args: &[&str]) -> anyhow::Result<()> {
     let options = parse(args)?;
-    let ref_pass = load(&options.reference)?;
-    let ref_cell = analysis::quality::reference_cell(&ref_pass, options.reference_cell.as_deref())?;
-    let passes = options.passes.iter().map(|dir| load(dir)).collect::<anyhow::Result<Vec<_>>>()?;
-    let rows = analysis::quality::compare(&ref_pass, ref_cell, &passes);
-    anyhow::ensure!(!rows.is_empty(), "none of the passes has measured quality runs (run them with --workload quality)");
-    let text = match options.out.extension().and_then(|e| e.to_str()) {
-        Some("md") => report::quality::to_markdown(&rows)?,
-        Some("html") => report::quality::to_html(&rows)?,
-        Some("csv") => report::quality::to_csv(&rows),
-        _ => anyhow::bail!("--out {}: the extension says the format: .md, .html or .csv", options.out.display()),
+    let format = benchpass::Format::of_file(&options.out)
+        .filter(|f| *f != benchpass::Format::Json)
+        .with_context(|| format!("--out {}: the extension says the format: .md, .html or .csv", options.out.display()))?;
+    let reference = match &options.reference_cell {
+        Some(cell) => format!("{}:{cell}", options.reference.display()),
+        None => options.reference.display().to_string(),
     };
-    write(&options.out, &text)?;
+    benchpass::write(&options.out, &benchpass::quality(&reference, &options.passes, format)?)?;
     println!("{}", options.out.display());
     Ok(())
-}
-
-/// A pass, with a warning for a torn last line (as `cargo xtask report` prints it).
-fn load(dir: &Path) -> anyhow::Result<harness::pass::Pass> {
-    let pass = harness::pass::read_pass(dir).with_context(|| format!("reading the pass in {}", dir.display()))?;
-    if let Some(torn) = &pass.torn_tail {
-        eprintln!("warning: {}: line {} of runs.jsonl is cut short (the writer stopped mid-run); that run is left out", dir.display(), torn.line);
-    }
-    Ok(pass)
-}
-
-fn write(path: &Path, contents: &str) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -71,3 +71,86 @@ fn an_unreadable_file_is_named_once_with_its_cause_once() {
     assert!(stderr.contains("1 problem in the plan:\n"), "a real line break: {stderr}");
     assert!(stderr.contains("missing.toml: cannot read the plan"), "no line 0: {stderr}");
 }
+
+/// The committed real pass (llama.cpp and mlx-lm), read-only.
+fn real_pass() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/passes/llama-cpp-mlx-lm-20261130-103145")
+}
+
+/// `benchpass` run in `dir` (so that relative outputs land there).
+fn benchpass_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BENCHPASS).args(args).current_dir(dir).output().unwrap()
+}
+
+#[test]
+fn report_writes_under_the_current_folder_by_default() {
+    let tmp = temp_dir();
+    let output = benchpass_in(tmp.path(), &["report", real_pass().to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let out = tmp.path().join("reports/llama-cpp-mlx-lm-20261130-103145");
+    for file in ["report.md", "report.html", "leaderboard.csv"] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    // The same bytes as the committed report: one renderer, whichever command calls it.
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/llama-cpp-mlx-lm-20261130-103145/report.md");
+    assert_eq!(std::fs::read_to_string(out.join("report.md")).unwrap(), std::fs::read_to_string(committed).unwrap());
+    let help = benchpass(&["report", "--help"]);
+    assert!(help.status.success() && String::from_utf8_lossy(&help.stdout).contains("--quality-reference"));
+}
+
+#[test]
+fn diff_prints_csv_into_a_pipe_says_what_it_found_and_fails_on_what_it_is_told() {
+    let tmp = temp_dir();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/diff");
+    let passes = tmp.path().join("passes");
+    for side in ["a", "b"] {
+        assert!(import_csv(&fixtures.join(format!("{side}.csv")), &passes).status.success());
+    }
+    let (a, b) = (passes.join("fx-a"), passes.join("fx-b"));
+    let output = benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.starts_with("engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons\n"), "{stdout}");
+    // As fixtures/README.md and analysis/tests/it/fixtures.rs work them out: llama.cpp's three
+    // sustained figures and vLLM's decode got better, Ollama's decode is incomparable (a starred
+    // cell), llama.cpp's two prompt-matrix steps are gone.
+    assert!(stderr.contains("4 faster, 7 within noise, 1 incomparable, 6 gone"), "{stderr}");
+    let fail = |on: &str| benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--fail-on", on]).status.code();
+    assert_eq!(fail("slower"), Some(0), "no row is slower");
+    assert_eq!(fail("incomparable"), Some(4));
+    assert_eq!(fail("slower,faster"), Some(4));
+    let md = tmp.path().join("d.md");
+    assert!(benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--out", md.to_str().unwrap()]).status.success());
+    assert!(std::fs::read_to_string(&md).unwrap().contains('|'), "Markdown by the extension");
+}
+
+#[test]
+fn the_leaderboard_format_follows_the_extension() {
+    let tmp = temp_dir();
+    let pass = real_pass();
+    let csv = benchpass(&["leaderboard", pass.to_str().unwrap()]);
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    assert!(csv.starts_with("pass_id,machine,engine,"), "CSV on stdout without --out");
+    let n_rows = csv.lines().count() - 1;
+    let md = tmp.path().join("lb.md");
+    assert!(benchpass(&["leaderboard", pass.to_str().unwrap(), "--out", md.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.starts_with("| pass_id | machine | engine |") && !md.contains(",machine,"), "Markdown, never CSV inside .md");
+    assert_eq!(md.lines().count(), n_rows + 2, "a header, its rule, then the same rows");
+    let json = tmp.path().join("lb.json");
+    assert!(benchpass(&["leaderboard", pass.to_str().unwrap(), "--out", json.to_str().unwrap()]).status.success());
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), n_rows);
+    assert!(json[0]["median"].is_number() && json[0]["engine"].is_string());
+    let refused = benchpass(&["leaderboard", pass.to_str().unwrap(), "--out", tmp.path().join("lb.html").to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1));
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_line_itself() {
+    let bash = benchpass(&["completions", "bash"]);
+    let bash = String::from_utf8_lossy(&bash.stdout);
+    assert!(bash.contains("_benchpass()") && bash.contains("leaderboard") && bash.contains("--fail-on"), "every command and flag");
+    let man = benchpass(&["man"]);
+    assert!(String::from_utf8_lossy(&man.stdout).starts_with(".ie"), "roff");
+}

@@ -65,7 +65,8 @@ pub fn not_a_pass(dir: &Path) -> Option<String> {
     // Inside it, else beside it: the nearest folder above it that exists.
     let nearby = if inside.is_empty() {
         let above = dir.ancestors().skip(1).map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p }).find(|p| p.is_dir());
-        above.map(find_passes).unwrap_or_default()
+        // Not the whole file system: a typo at the top says so and no more.
+        above.filter(|p| p.parent().is_some()).map(find_passes).unwrap_or_default()
     } else {
         inside
     };

@@ -1,0 +1,258 @@
+//! What `benchpass report`, `diff`, `leaderboard` and `quality` do, and `cargo xtask` calls the
+//! same: read passes, ask `analysis` for the figures and `report` for the text, write files.
+//! The command line (`main.rs`) only parses flags and chooses where output goes.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use harness::pass::{read_pass, read_passes, Pass, Workload};
+
+/// A pass, with a warning for a torn last line; a folder that is not a pass says so once and
+/// names the passes near it.
+pub fn load(dir: &Path) -> anyhow::Result<Pass> {
+    if let Some(message) = harness::pass::listing::not_a_pass(dir) {
+        anyhow::bail!(message);
+    }
+    let pass = read_pass(dir)?;
+    if let Some(torn) = &pass.torn_tail {
+        eprintln!(
+            "warning: {}: line {} of runs.jsonl is cut short (the writer stopped mid-run); that run is left out",
+            dir.display(),
+            torn.line
+        );
+    }
+    Ok(pass)
+}
+
+/// Writes `contents` to `path`, making its folder.
+pub fn write(path: &Path, contents: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes report.md, report.html, charts/*.svg and leaderboard.csv into `out`.
+pub fn write_report(pass: &Pass, out: &Path, options: report::ReportOptions<'_>) -> anyhow::Result<()> {
+    let steps = analysis::cells::summarize(pass)?;
+    let rendered = report::render_pass_with(pass, &steps, options)?;
+    write(&out.join("report.md"), &rendered.markdown)?;
+    write(&out.join("report.html"), &rendered.html)?;
+    write(&out.join("leaderboard.csv"), &rendered.leaderboard_csv)?;
+    let charts = out.join("charts");
+    // Charts of an earlier render that this one no longer draws would be stale: start clean.
+    let _ = std::fs::remove_dir_all(&charts);
+    for chart in &rendered.charts {
+        write(&charts.join(&chart.file), &chart.svg)?;
+    }
+    Ok(())
+}
+
+/// A reference cell for quality: `PASS:CELL`, unless the whole argument is a folder (a path
+/// may hold a colon).
+pub fn reference(arg: &str) -> (PathBuf, Option<String>) {
+    match arg.rsplit_once(':') {
+        Some((dir, cell)) if !Path::new(arg).is_dir() && !cell.is_empty() => (PathBuf::from(dir), Some(cell.to_owned())),
+        _ => (PathBuf::from(arg), None),
+    }
+}
+
+/// The report of the pass in `pass_dir`, written into `out` (default: `reports/<pass id>/`
+/// under `root`); with a quality reference, each cell's quality beside the speed tables.
+/// Returns the folder written.
+pub fn report(pass_dir: &Path, out: Option<&Path>, root: &Path, quality_reference: Option<&str>) -> anyhow::Result<PathBuf> {
+    let pass = load(pass_dir)?;
+    let out = out.map_or_else(|| root.join("reports").join(&pass.info.pass_id), Path::to_path_buf);
+    let quality = match quality_reference {
+        Some(arg) => {
+            let (dir, cell) = reference(arg);
+            let ref_pass = load(&dir).with_context(|| format!("reading the quality reference {}", dir.display()))?;
+            let ref_cell = analysis::quality::reference_cell(&ref_pass, cell.as_deref())?;
+            let rows = analysis::quality::compare(&ref_pass, ref_cell, std::slice::from_ref(&pass));
+            anyhow::ensure!(
+                !rows.is_empty(),
+                "pass {} has no measured quality runs to compare with the reference (run it with --workload quality)",
+                pass.info.pass_id
+            );
+            // The column sits in the speed tables: a pass of quality runs alone has none.
+            let speed = [Workload::Sustained, Workload::PromptMatrix, Workload::PpTg];
+            if !pass.runs.iter().any(|r| speed.contains(&r.workload)) {
+                eprintln!(
+                    "warning: pass {} has no sustained, prompt-matrix or pp-tg runs, so no speed table to put the quality column in; \
+                     `benchpass quality` writes the quality table",
+                    pass.info.pass_id
+                );
+            }
+            Some(rows)
+        }
+        None => None,
+    };
+    write_report(&pass, &out, report::ReportOptions { quality: quality.as_deref() })?;
+    Ok(out)
+}
+
+/// A text format for a diff, a leaderboard or a quality table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Html,
+    Csv,
+    Json,
+}
+
+impl Format {
+    pub fn parse(name: &str) -> Option<Format> {
+        match name {
+            "md" | "markdown" => Some(Format::Markdown),
+            "html" => Some(Format::Html),
+            "csv" => Some(Format::Csv),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+
+    /// The format a file's extension names.
+    pub fn of_file(path: &Path) -> Option<Format> {
+        path.extension().and_then(|e| e.to_str()).and_then(Format::parse)
+    }
+}
+
+/// What changed from the pass in `a` to the pass in `b`.
+pub fn diff(a: &Path, b: &Path, correction: analysis::diff::Correction) -> anyhow::Result<analysis::diff::Diff> {
+    let (a, b) = (load(a)?, load(b)?);
+    let (sa, sb) = (analysis::cells::summarize(&a)?, analysis::cells::summarize(&b)?);
+    Ok(analysis::diff::diff_with(&a, &sa, &b, &sb, correction))
+}
+
+/// A diff as `format`: Markdown, HTML or CSV (docs/leaderboard.md's columns).
+pub fn render_diff(d: &analysis::diff::Diff, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Markdown => report::diff::to_markdown(d)?,
+        Format::Html => report::diff::to_html(d)?,
+        Format::Csv => report::diff::to_csv(d),
+        Format::Json => anyhow::bail!("a diff is Markdown, HTML or CSV"),
+    })
+}
+
+/// One line that says what a diff found: `2 slower, 1 faster, 9 within noise, 1 incomparable`
+/// (verdicts with no row left out; `new` and `gone` cells counted too).
+pub fn diff_summary(d: &analysis::diff::Diff) -> String {
+    use analysis::diff::Verdict;
+    let order = [Verdict::Slower, Verdict::Faster, Verdict::WithinNoise, Verdict::Incomparable, Verdict::New, Verdict::Gone];
+    let parts: Vec<String> = order
+        .iter()
+        .filter_map(|&v| {
+            let n = d.rows.iter().filter(|r| r.verdict == v).count();
+            (n > 0).then(|| format!("{n} {}", v.as_str().replace('-', " ")))
+        })
+        .collect();
+    if parts.is_empty() { "no rows to compare".to_owned() } else { parts.join(", ") }
+}
+
+/// One leaderboard over the passes in `dirs`: CSV (docs/leaderboard.md's columns), Markdown
+/// (the same columns as a table) or JSON (one object per row, keyed by column).
+pub fn leaderboard(dirs: &[PathBuf], format: Format) -> anyhow::Result<String> {
+    for dir in dirs {
+        if let Some(message) = harness::pass::listing::not_a_pass(dir) {
+            anyhow::bail!(message);
+        }
+    }
+    let passes = read_passes(dirs)?;
+    let mut seen = std::collections::HashSet::new();
+    for (pass, dir) in passes.iter().zip(dirs) {
+        anyhow::ensure!(
+            seen.insert(pass.info.pass_id.as_str()),
+            "{}: pass id `{}` appears twice; a leaderboard row is keyed on it",
+            dir.display(),
+            pass.info.pass_id
+        );
+    }
+    let steps = analysis::cells::summarize_many(&passes)?;
+    let rows = || steps.iter().flat_map(|s| analysis::leaderboard::rows(s));
+    Ok(match format {
+        Format::Csv => analysis::leaderboard::to_csv(steps.iter().map(Vec::as_slice)),
+        Format::Json => {
+            // Figures as numbers (an empty band as null), everything else as text.
+            const NUMBERS: [&str; 6] = ["target_prompt_tokens", "median", "band_low", "band_high", "n", "n_short"];
+            let objects: Vec<serde_json::Map<String, serde_json::Value>> = rows()
+                .map(|row| {
+                    let fields = analysis::leaderboard::COLUMNS.iter().zip(row).map(|(column, value)| {
+                        let value = match value.parse::<f64>() {
+                            _ if !NUMBERS.contains(column) => serde_json::Value::String(value),
+                            Ok(number) => serde_json::json!(number),
+                            Err(_) => serde_json::Value::Null,
+                        };
+                        ((*column).to_owned(), value)
+                    });
+                    fields.collect()
+                })
+                .collect();
+            serde_json::to_string_pretty(&objects)? + "\n"
+        }
+        Format::Markdown => {
+            let mut text = format!("| {} |\n|{}\n", analysis::leaderboard::COLUMNS.join(" | "), "---|".repeat(analysis::leaderboard::COLUMNS.len()));
+            for row in rows() {
+                let cells: Vec<String> = row.iter().map(|v| markdown_cell(v)).collect();
+                text.push_str(&format!("| {} |\n", cells.join(" | ")));
+            }
+            text
+        }
+        Format::Html => anyhow::bail!("a leaderboard is CSV, Markdown or JSON"),
+    })
+}
+
+/// A table cell's text with what Markdown would read as markup escaped.
+fn markdown_cell(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '!') {
+            out.push('\\');
+        }
+        out.push(if c.is_control() { ' ' } else { c });
+    }
+    out
+}
+
+/// Every cell with quality runs in `passes` against the reference cell (`PASS[:CELL]`), as
+/// `format` (Markdown, HTML or CSV with docs/quality.md's columns).
+pub fn quality(reference_arg: &str, passes: &[PathBuf], format: Format) -> anyhow::Result<String> {
+    let (dir, cell) = reference(reference_arg);
+    let ref_pass = load(&dir).with_context(|| format!("reading the quality reference {}", dir.display()))?;
+    let ref_cell = analysis::quality::reference_cell(&ref_pass, cell.as_deref())?;
+    let passes = passes.iter().map(|dir| load(dir)).collect::<anyhow::Result<Vec<_>>>()?;
+    let rows = analysis::quality::compare(&ref_pass, ref_cell, &passes);
+    anyhow::ensure!(!rows.is_empty(), "none of the passes has measured quality runs (run them with --workload quality)");
+    Ok(match format {
+        Format::Markdown => report::quality::to_markdown(&rows)?,
+        Format::Html => report::quality::to_html(&rows)?,
+        Format::Csv => report::quality::to_csv(&rows),
+        Format::Json => anyhow::bail!("a quality table is Markdown, HTML or CSV"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_takes_an_optional_cell() {
+        assert_eq!(reference("r:llama.cpp/f16"), (PathBuf::from("r"), Some("llama.cpp/f16".to_owned())));
+        assert_eq!(reference("r"), (PathBuf::from("r"), None));
+        assert_eq!(reference("r:"), (PathBuf::from("r:"), None));
+    }
+
+    #[test]
+    fn markdown_cells_escape_what_would_break_a_table() {
+        assert_eq!(markdown_cell("a|b"), "a\\|b");
+        assert_eq!(markdown_cell("<img onerror>"), "\\<img onerror\\>");
+        assert_eq!(markdown_cell("x\ny"), "x y");
+    }
+
+    #[test]
+    fn formats_come_from_extensions() {
+        assert_eq!(Format::of_file(Path::new("d.md")), Some(Format::Markdown));
+        assert_eq!(Format::of_file(Path::new("d.csv")), Some(Format::Csv));
+        assert_eq!(Format::of_file(Path::new("d.json")), Some(Format::Json));
+        assert_eq!(Format::of_file(Path::new("d.txt")), None);
+    }
+}
