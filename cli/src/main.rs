@@ -412,9 +412,9 @@ struct ListArgs {
 struct ExportArgs {
     /// The pass folder (holding pass.json and runs.jsonl).
     pass: PathBuf,
-    /// The CSV file to write; `-` for stdout.
+    /// The CSV file to write [default: stdout; `-` says so too].
     #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    out: Option<PathBuf>,
     /// Write a file to open in a spreadsheet: a text value that starts with `=`, `+`, `-`, `@`,
     /// a tab or a carriage return gets a `'` in front, so it is not run as a formula. Such a
     /// file does not import back to the same pass; without this flag the file is for tools
@@ -588,12 +588,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     harness::pass::csv::export_runs(&pass, out)
                 }
             };
-            if args.out.as_os_str() == "-" {
-                export(&mut std::io::stdout().lock())?;
-            } else {
-                let file = std::fs::File::create(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+            let out = args.out.as_ref().filter(|o| o.as_os_str() != "-");
+            if let Some(out) = out {
+                let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
                 export(&mut std::io::BufWriter::new(file))?;
-                eprintln!("wrote {} runs to {}", pass.runs.len(), args.out.display());
+                eprintln!("wrote {} runs to {}", pass.runs.len(), out.display());
+            } else {
+                export(&mut std::io::stdout().lock())?;
             }
             Ok(ExitCode::SUCCESS)
         }

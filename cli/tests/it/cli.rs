@@ -147,6 +147,15 @@ fn the_leaderboard_format_follows_the_extension() {
 }
 
 #[test]
+fn export_without_out_writes_the_runs_csv_to_stdout() {
+    let output = benchpass(&["export", real_pass().to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    assert!(stdout.starts_with(&format!("{RUNS_CSV_HEADER}\n")), "{stdout}");
+    assert_eq!(stdout.lines().count(), 1 + harness::pass::read_pass(&real_pass()).unwrap().runs.len());
+}
+
+#[test]
 fn completions_and_the_man_page_come_from_the_command_line_itself() {
     let bash = benchpass(&["completions", "bash"]);
     let bash = String::from_utf8_lossy(&bash.stdout);
