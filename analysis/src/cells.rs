@@ -136,6 +136,9 @@ pub struct CellStep {
     pub lane: String,
     pub workload: Workload,
     pub target_prompt_tokens: u64,
+    /// Streams in flight at once while its runs ran (`RunRecord::concurrency`): a step of the
+    /// same cell, workload and target at another concurrency is another step, never merged.
+    pub concurrency: u32,
     pub max_tokens: u64,
     /// Measured runs the pass planned for this step, where the pass says.
     pub n_planned: Option<u32>,
@@ -163,6 +166,9 @@ pub struct CellStep {
     /// Agent steps: the session figures (`crate::agent`), cached TTFT and cache hit ratio
     /// among them (those have no band: their turns differ in size by design).
     pub agent: Option<AgentCell>,
+    /// Steps whose streams ran side by side (concurrency > 1, a speed workload): aggregate
+    /// throughput and latency percentiles (`crate::serving`).
+    pub serving: Option<crate::serving::Serving>,
     pub reasons: Vec<Reason>,
 }
 
@@ -219,8 +225,13 @@ pub fn summarize(pass: &Pass) -> PolarsResult<Vec<CellStep>> {
 /// [`summarize`] for many passes at once, in one polars pass over all their runs (what a
 /// leaderboard over thousands of passes needs); one list of figures per pass, in order.
 pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
-    let facts: Vec<RunFacts> = passes.iter().flat_map(run_facts).filter(|f| !f.warmup && f.workload != Workload::Quality).collect();
-    let groups = aggregate(&facts)?;
+    // `run_facts` gives one row per run in order, so each fact pairs with its run's concurrency.
+    let (facts, concurrency): (Vec<RunFacts>, Vec<u32>) = passes
+        .iter()
+        .flat_map(|p| run_facts(p).into_iter().zip(p.runs.iter().map(|r| r.concurrency)))
+        .filter(|(f, _)| !f.warmup && f.workload != Workload::Quality)
+        .unzip();
+    let groups = aggregate(&facts, &concurrency)?;
     let mut per_pass: Vec<Vec<CellStep>> = vec![Vec::new(); passes.len()];
     let index: BTreeMap<&str, usize> = passes.iter().enumerate().map(|(i, p)| (p.info.pass_id.as_str(), i)).collect();
     // Facts are grouped by pass in order, so each group's runs are one contiguous slice.
@@ -233,7 +244,16 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
     for g in groups {
         let Some(&i) = index.get(g.pass_id.as_str()) else { continue };
         let (from, to) = start_of[g.pass_id.as_str()];
-        let mut step = cell_step(&passes[i], &facts[from..to], g);
+        let mut step = cell_step(&passes[i], &facts[from..to], &concurrency[from..to], g);
+        if crate::serving::applies(step.workload, step.concurrency) {
+            let runs: Vec<&harness::pass::RunRecord> = passes[i]
+                .runs
+                .iter()
+                .filter(|r| !r.warmup && r.cell == step.cell && r.workload == step.workload)
+                .filter(|r| r.target_prompt_tokens == step.target_prompt_tokens && r.concurrency == step.concurrency)
+                .collect();
+            step.serving = Some(crate::serving::figures(step.concurrency, &runs));
+        }
         if step.workload == Workload::Agent {
             let cells = agent_cells.entry(i).or_insert_with(|| crate::agent::summarize(&passes[i]));
             if let Some(cell) = cells.iter().find(|c| c.cell == step.cell) {
@@ -254,6 +274,7 @@ struct Group {
     cell: String,
     workload: Workload,
     target: u64,
+    concurrency: u32,
     n: usize,
     n_failed: usize,
     n_short: usize,
@@ -269,13 +290,14 @@ struct Group {
 
 /// Groups measured runs and takes each metric's median and values. Polars' median of an even
 /// count is the mean of the middle two (linear interpolation at ½), the textbook definition.
-fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
+fn aggregate(facts: &[RunFacts], concurrency: &[u32]) -> PolarsResult<Vec<Group>> {
     let f64s = |get: fn(&RunFacts) -> Option<f64>| facts.iter().map(get).collect::<Vec<_>>();
     let df = df!(
         "pass_id" => facts.iter().map(|f| f.pass_id.as_str()).collect::<Vec<_>>(),
         "cell" => facts.iter().map(|f| f.cell.as_str()).collect::<Vec<_>>(),
         "workload" => facts.iter().map(|f| f.workload.as_str()).collect::<Vec<_>>(),
         "target" => facts.iter().map(|f| f.target_prompt_tokens).collect::<Vec<_>>(),
+        "concurrency" => concurrency,
         "failed" => facts.iter().map(|f| f.failed).collect::<Vec<_>>(),
         "short" => facts.iter().map(|f| f.short_stop).collect::<Vec<_>>(),
         "max_tokens" => facts.iter().map(|f| f.max_tokens).collect::<Vec<_>>(),
@@ -306,7 +328,7 @@ fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
     for name in ["ttft", "prefill", "prompt"] {
         aggs.extend(metric(name, ok.clone(), name));
     }
-    let out = df.lazy().group_by_stable([col("pass_id"), col("cell"), col("workload"), col("target")]).agg(aggs).collect()?;
+    let out = df.lazy().group_by_stable([col("pass_id"), col("cell"), col("workload"), col("target"), col("concurrency")]).agg(aggs).collect()?;
 
     let strs = |name: &str| -> PolarsResult<Vec<String>> {
         Ok(out.column(name)?.str()?.iter().map(|s| s.unwrap_or_default().to_owned()).collect())
@@ -329,6 +351,7 @@ fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
         Ok(result)
     };
     let (pass_ids, cells, workloads, targets) = (strs("pass_id")?, strs("cell")?, strs("workload")?, u64s("target")?);
+    let concurrencies = u64s("concurrency")?;
     let (n, n_failed, n_short, max_tokens) = (u64s("n")?, u64s("n_failed")?, u64s("n_short")?, u64s("max_tokens")?);
     let (draft_n, draft_accepted) = (u64s("draft_n_sum")?, u64s("draft_accepted_sum")?);
     let mut decode_full = metric_of("decode")?.into_iter();
@@ -342,6 +365,7 @@ fn aggregate(facts: &[RunFacts]) -> PolarsResult<Vec<Group>> {
             cell: cells[i].clone(),
             workload: Workload::parse(&workloads[i]).expect("workload names round-trip"),
             target: targets[i],
+            concurrency: concurrencies[i] as u32,
             n: n[i] as usize,
             n_failed: n_failed[i] as usize,
             n_short: n_short[i] as usize,
@@ -362,7 +386,7 @@ fn metric(kind: MetricKind, (median, values): (Option<f64>, Vec<f64>)) -> Option
     Some(Metric { kind, median, band: band(&values, median, 0.0), values })
 }
 
-fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
+fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> CellStep {
     let info = pass.cell(&g.cell);
     let text = |get: fn(&harness::pass::CellInfo) -> String| info.map(get).unwrap_or_default();
     let mut reasons = Vec::new();
@@ -384,8 +408,16 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         }
         metric(MetricKind::DecodeTps, g.decode_short)
     };
+    // The planned step at this concurrency (a sweep plans one per level); a pass whose runs
+    // and plan disagree on concurrency still finds its step by workload and target.
     let n_planned = pass.info.request.as_ref().and_then(|r| {
-        r.steps.iter().find(|s| s.workload == g.workload && s.target_prompt_tokens == g.target).map(|s| s.runs)
+        let at = |s: &&harness::pass::Step| s.workload == g.workload && s.target_prompt_tokens == g.target;
+        r.steps
+            .iter()
+            .filter(at)
+            .find(|s| s.concurrency.unwrap_or(r.concurrency) == g.concurrency)
+            .or_else(|| r.steps.iter().find(at))
+            .map(|s| s.runs)
     });
     let n_decode = decode.as_ref().map_or(0, |m| m.values.len());
     if n_planned.is_some_and(|planned| (g.n as u32) < planned) {
@@ -406,7 +438,9 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
 
     let group: Vec<&RunFacts> = facts
         .iter()
-        .filter(|f| f.cell == g.cell && f.workload == g.workload && f.target_prompt_tokens == g.target && !f.failed)
+        .zip(concurrency)
+        .filter(|(f, &c)| f.cell == g.cell && f.workload == g.workload && f.target_prompt_tokens == g.target && c == g.concurrency && !f.failed)
+        .map(|(f, _)| f)
         .collect();
     let mut sources: Vec<TokenCountSource> = group.iter().filter_map(|f| f.token_count_source).collect();
     sources.sort_by_key(|s| s.as_str());
@@ -440,7 +474,9 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         reasons.push(Reason::new(ReasonCode::Drift, detail));
     }
     // Without a warmup the first measured run pays for whatever a cold engine does once.
-    let warmed = pass.runs.iter().any(|r| r.warmup && r.cell == g.cell && r.workload == g.workload && r.target_prompt_tokens == g.target);
+    let warmed = pass.runs.iter().any(|r| {
+        r.warmup && r.cell == g.cell && r.workload == g.workload && r.target_prompt_tokens == g.target && r.concurrency == g.concurrency
+    });
     if !warmed {
         let mut ttft: Vec<(u32, f64)> = group.iter().filter_map(|f| Some((f.rep, f.ttft_ms?))).collect();
         ttft.sort_by_key(|(rep, _)| *rep);
@@ -483,6 +519,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         lane: text(|c| c.lane.clone()),
         workload: g.workload,
         target_prompt_tokens: g.target,
+        concurrency: g.concurrency,
         max_tokens: g.max_tokens,
         n_planned,
         n_runs: g.n,
@@ -497,6 +534,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], g: Group) -> CellStep {
         row_prompt_tokens: None,
         ttft_cold: None,
         agent: None,
+        serving: None,
         server_peak_rss_bytes: group.iter().filter_map(|f| f.server_peak_rss_bytes).max(),
         reconciliation,
         reasons,
@@ -590,13 +628,14 @@ fn nondeterminism(pass: &Pass, runs: &[&RunFacts]) -> Option<String> {
     (worst > 1).then(|| format!("up to {worst} different outputs for one prompt"))
 }
 
-/// Rows compare engines: cells of one family, lane, workload and target side by side. Where
+/// Rows compare engines: cells of one family, lane, workload, target and concurrency side by
+/// side (engines at different concurrency are not in one row). Where
 /// their weights differ (or are unknown), or their actual prompts differ in size, every cell
 /// in the row says so.
 fn compare_rows(steps: &mut [CellStep]) {
-    let mut rows: BTreeMap<(String, String, Workload, u64), Vec<usize>> = BTreeMap::new();
+    let mut rows: BTreeMap<(String, String, Workload, u64, u32), Vec<usize>> = BTreeMap::new();
     for (i, s) in steps.iter().enumerate() {
-        rows.entry((s.family.clone(), s.lane.clone(), s.workload, s.target_prompt_tokens)).or_default().push(i);
+        rows.entry((s.family.clone(), s.lane.clone(), s.workload, s.target_prompt_tokens, s.concurrency)).or_default().push(i);
     }
     for members in rows.values() {
         let mut engines: Vec<&str> = members.iter().map(|&i| steps[i].engine.as_str()).collect();

@@ -4,6 +4,12 @@
 //! An agent step publishes the session metrics of `crate::agent` (`ttft_cold_ms`,
 //! `ttft_cached_ms`, `cache_hit_ratio`, `decode_tps`), not medians over turns of different
 //! sizes; quality runs publish nothing here (`crate::cells` leaves them out).
+//!
+//! A speed step whose streams ran side by side (concurrency N > 1) publishes its usual rows and
+//! the serving rows of `crate::serving` (`output_tps`, `requests_per_s`, p50/p90/p99 of TTFT,
+//! ITL, TPOT and E2E), every one of them named with the suffix `@c<N>` (`decode_tps@c4`): the
+//! columns have no room for concurrency, and a row at 4 streams must never be read, ranked or
+//! merged as one at 1 (docs/leaderboard.md).
 
 use crate::cells::{CellStep, MetricKind};
 use crate::reasons::join_codes;
@@ -48,6 +54,8 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
             }));
             continue;
         }
+        // Agent sessions keep their names: their side-by-side sessions are the workload's own.
+        let concurrency = if crate::serving::applies(step.workload, step.concurrency) { step.concurrency } else { 1 };
         for kind in MetricKind::ALL {
             let Some(metric) = step.metric(kind) else { continue };
             // Fewer runs than a band needs: leave it empty rather than print a width nobody measured.
@@ -67,7 +75,7 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
                 text(&step.lane),
                 step.workload.as_str().to_owned(),
                 step.target_prompt_tokens.to_string(),
-                kind.as_str().to_owned(),
+                crate::serving::metric_name(kind.as_str(), concurrency),
                 kind.unit().to_owned(),
                 number(metric.median),
                 low,
@@ -78,8 +86,45 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
                 step.token_count_source.clone(),
             ]);
         }
+        if let Some(serving) = &step.serving {
+            for row in crate::serving::rows(serving) {
+                // A percentile that is only the slowest value says so beside the step's flags.
+                let flags = if row.tail_is_max { with_code(&flags, crate::serving::TAIL_IS_MAX) } else { flags.clone() };
+                rows.push([
+                    text(&step.pass_id),
+                    text(&step.machine),
+                    text(&step.engine),
+                    text(&step.engine_version),
+                    text(step.engine_sha256.as_deref().unwrap_or_default()),
+                    text(&step.model),
+                    text(step.build_sha256.as_deref().unwrap_or_default()),
+                    text(&step.lane),
+                    step.workload.as_str().to_owned(),
+                    step.target_prompt_tokens.to_string(),
+                    crate::serving::metric_name(&row.metric, serving.concurrency),
+                    row.unit.to_owned(),
+                    number(row.value),
+                    // A percentile or a ratio of sums has no noise band (docs/leaderboard.md).
+                    String::new(),
+                    String::new(),
+                    row.n.to_string(),
+                    step.n_short.to_string(),
+                    flags,
+                    step.token_count_source.clone(),
+                ]);
+            }
+        }
     }
     rows
+}
+
+/// `flags` (the step's codes, in their order) with `code` after them.
+fn with_code(flags: &str, code: &str) -> String {
+    if flags.is_empty() {
+        code.to_owned()
+    } else {
+        format!("{flags};{code}")
+    }
 }
 
 /// A text cell from an engine, a user or a file (names, versions, ids, hashes, lanes): one

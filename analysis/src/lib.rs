@@ -14,5 +14,6 @@ pub mod quality;
 pub mod ranksum;
 pub mod reasons;
 pub mod runs;
+pub mod serving;
 pub mod soak;
 pub mod summary;

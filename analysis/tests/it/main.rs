@@ -6,4 +6,5 @@ mod coverage;
 mod fixtures;
 mod hand_worked;
 mod recompute;
+mod serving;
 mod soak;

@@ -1,0 +1,335 @@
+//! The serving figures of a step whose streams ran side by side (`--concurrency N`, N > 1):
+//! what vLLM's `bench serve` and aiperf users read first. docs/metrics.md ("Serving under
+//! concurrency") gives the definitions in words; this module is them in code.
+//!
+//! - **output tok/s**: Σ completion tokens of the step's successful measured runs ÷ the wall
+//!   span from the earliest run's start to the latest run's end, where a run's start is its
+//!   `started_unix_ms` and its end that plus its last event's `t_ns`;
+//! - **requests/s**: successful measured runs ÷ the same span;
+//! - **TTFT**: each run's time to first token (`harness::metrics`);
+//! - **ITL** (inter-token latency): for each token event after a run's first, the gap since the
+//!   token event before it ÷ the tokens the event carried, one value per event, pooled over the
+//!   step's runs. Tokens per event: the event's logprobs where every token event of the run
+//!   carries them (one entry per token, exact); else the run's completion tokens spread evenly
+//!   over its later token events, (n − 1) ÷ (k − 1) each, the first token event counting one
+//!   token (it comes out of prefill, as in the decode rate);
+//! - **TPOT** (time per output token): decode span ÷ (completion tokens − 1), one per run;
+//! - **E2E** (end-to-end latency): the run's last event's `t_ns`, one per run.
+//!
+//! The percentiles are nearest-rank ([`percentile`]): always one of the values measured. With
+//! few values a high percentile is the largest of them, and [`Percentiles::tail_is_max`] says so.
+
+use harness::metrics;
+use harness::pass::{RunRecord, Workload};
+
+/// The percentiles every latency figure gives, in the order rows list them.
+pub const PERCENTILES: [u32; 3] = [50, 90, 99];
+
+/// The p-th percentile of `sorted` (ascending) by nearest rank: the value at rank ⌈p·n/100⌉
+/// (1-based), the smallest value with at least p % of the values at or below it (NIST's
+/// "nearest rank", the definition that never interpolates a value nobody measured). Worked in
+/// integers so that 90 % of 10 is rank 9, not 9.000000000000002. `None` when empty.
+pub fn percentile(sorted: &[f64], p: u32) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let rank = nearest_rank(n, p);
+    Some(sorted[rank - 1])
+}
+
+/// ⌈p·n/100⌉, at least 1 and at most n.
+fn nearest_rank(n: usize, p: u32) -> usize {
+    (((p as usize) * n).div_ceil(100)).clamp(1, n)
+}
+
+/// p50, p90 and p99 of one figure, over `n` values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    /// The values they were taken over (runs, or events for ITL).
+    pub n: usize,
+}
+
+impl Percentiles {
+    /// Of `values` in any order; `None` when there is no finite value.
+    pub fn of(values: &[f64]) -> Option<Percentiles> {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        sorted.sort_by(f64::total_cmp);
+        Some(Percentiles {
+            p50: percentile(&sorted, 50)?,
+            p90: percentile(&sorted, 90)?,
+            p99: percentile(&sorted, 99)?,
+            n: sorted.len(),
+        })
+    }
+
+    pub fn get(&self, p: u32) -> f64 {
+        match p {
+            50 => self.p50,
+            90 => self.p90,
+            _ => self.p99,
+        }
+    }
+
+    /// The p-th percentile is the largest value (its rank is n): with 8 runs, p90 and p99 are
+    /// both the slowest run, not a tail anyone measured (p90 needs 10 values to be anything
+    /// else, p99 needs 100). Flagged `tail-is-max` (docs/leaderboard.md).
+    pub fn tail_is_max(&self, p: u32) -> bool {
+        nearest_rank(self.n, p) == self.n
+    }
+}
+
+/// The serving figures of one step (one cell, workload, target and concurrency).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Serving {
+    /// Streams in flight at once.
+    pub concurrency: u32,
+    /// Successful measured runs: what the throughput counts.
+    pub n_ok: usize,
+    pub n_failed: usize,
+    /// Σ completion tokens of the successful runs.
+    pub completion_tokens: u64,
+    /// Earliest start to latest end of the successful runs, in milliseconds.
+    pub span_ms: Option<f64>,
+    pub output_tps: Option<f64>,
+    pub requests_per_s: Option<f64>,
+    pub ttft_ms: Option<Percentiles>,
+    pub itl_ms: Option<Percentiles>,
+    pub tpot_ms: Option<Percentiles>,
+    pub e2e_ms: Option<Percentiles>,
+}
+
+/// One latency figure of [`Serving`], as rows and tables name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Latency {
+    Ttft,
+    Itl,
+    Tpot,
+    E2e,
+}
+
+impl Latency {
+    pub const ALL: [Latency; 4] = [Latency::Ttft, Latency::Itl, Latency::Tpot, Latency::E2e];
+
+    /// The stem of its leaderboard metrics: `ttft` gives `ttft_p50_ms`, `ttft_p90_ms`, ….
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Latency::Ttft => "ttft",
+            Latency::Itl => "itl",
+            Latency::Tpot => "tpot",
+            Latency::E2e => "e2e",
+        }
+    }
+
+    /// As a table heads it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Latency::Ttft => "TTFT",
+            Latency::Itl => "ITL",
+            Latency::Tpot => "TPOT",
+            Latency::E2e => "E2E",
+        }
+    }
+
+    /// What the `n` of its percentiles counts.
+    pub fn counts(self) -> &'static str {
+        match self {
+            Latency::Itl => "events",
+            _ => "runs",
+        }
+    }
+}
+
+impl Serving {
+    pub fn latency(&self, which: Latency) -> Option<&Percentiles> {
+        match which {
+            Latency::Ttft => self.ttft_ms.as_ref(),
+            Latency::Itl => self.itl_ms.as_ref(),
+            Latency::Tpot => self.tpot_ms.as_ref(),
+            Latency::E2e => self.e2e_ms.as_ref(),
+        }
+    }
+}
+
+/// Whether a step's runs get serving figures: streams side by side in a speed workload. Agent
+/// sessions run side by side too, but their turns wait on each other and differ in size by
+/// design (docs/agent.md has their figures); quality runs measure output, not speed.
+pub fn applies(workload: Workload, concurrency: u32) -> bool {
+    concurrency > 1 && !matches!(workload, Workload::Agent | Workload::Quality)
+}
+
+/// The serving figures of one step's measured runs (warmups already left out by the caller).
+pub fn figures(concurrency: u32, runs: &[&RunRecord]) -> Serving {
+    let ok: Vec<&RunRecord> = runs.iter().copied().filter(|r| !r.is_error()).collect();
+    let completion_tokens: u64 = ok.iter().filter_map(|r| r.completion_tokens).sum();
+    let span_ms = span_ms(&ok);
+    let per_second = |count: f64| span_ms.filter(|&ms| ms > 0.0).map(|ms| count / (ms / 1e3));
+    let ttft: Vec<f64> = ok.iter().filter_map(|r| times(r).ttft_ms).collect();
+    let itl: Vec<f64> = ok.iter().flat_map(|r| itl_ms(r)).collect();
+    let tpot: Vec<f64> = ok.iter().filter_map(|r| tpot_ms(r)).collect();
+    let e2e: Vec<f64> = ok.iter().filter_map(|r| e2e_ms(r)).collect();
+    Serving {
+        concurrency,
+        n_ok: ok.len(),
+        n_failed: runs.len() - ok.len(),
+        completion_tokens,
+        span_ms,
+        output_tps: per_second(completion_tokens as f64),
+        requests_per_s: per_second(ok.len() as f64),
+        ttft_ms: Percentiles::of(&ttft),
+        itl_ms: Percentiles::of(&itl),
+        tpot_ms: Percentiles::of(&tpot),
+        e2e_ms: Percentiles::of(&e2e),
+    }
+}
+
+/// TTFT and decode span from the events where the run has them (measured runs), else as the
+/// record gives them (imported runs).
+fn times(run: &RunRecord) -> metrics::EventTimes {
+    if run.events.is_empty() {
+        metrics::EventTimes { ttft_ms: run.ttft_ms, decode_ms: run.decode_ms }
+    } else {
+        metrics::event_times(&run.events)
+    }
+}
+
+/// The run's last event, of any kind (the finish and usage events included: the response is
+/// not complete before them), in milliseconds after the request was sent; `None` without events.
+pub fn e2e_ms(run: &RunRecord) -> Option<f64> {
+    run.events.last().map(|e| e.t_ns as f64 / 1e6)
+}
+
+/// Decode span ÷ (completion tokens − 1): the mean gap between tokens after the first.
+/// `None` under two tokens or without a span (all tokens in one event).
+pub fn tpot_ms(run: &RunRecord) -> Option<f64> {
+    let n = run.completion_tokens?;
+    let decode_ms = times(run).decode_ms?;
+    (n >= 2 && decode_ms > 0.0).then(|| decode_ms / (n - 1) as f64)
+}
+
+/// Tokens carried by each of the run's token events, in order (see the module docs): the
+/// logprobs' count where every token event has logprobs, else 1 for the first and
+/// (n − 1) ÷ (k − 1) for each later one. `None` where neither can be told: no completion count,
+/// or one that contradicts the events (fewer tokens than events, `usage-mismatch`).
+pub fn tokens_per_event(run: &RunRecord) -> Option<Vec<f64>> {
+    let token_events: Vec<_> = run.events.iter().filter(|e| e.carries_tokens()).collect();
+    let k = token_events.len();
+    if k == 0 {
+        return None;
+    }
+    if token_events.iter().all(|e| !e.logprobs.is_empty()) {
+        return Some(token_events.iter().map(|e| e.logprobs.len() as f64).collect());
+    }
+    let n = run.completion_tokens?;
+    if (n as usize) < k {
+        return None;
+    }
+    let later = if k > 1 { (n - 1) as f64 / (k - 1) as f64 } else { 0.0 };
+    Some(std::iter::once(1.0).chain(std::iter::repeat_n(later, k - 1)).collect())
+}
+
+/// The run's inter-token latencies: for each token event after the first, (its arrival − the
+/// previous token event's) ÷ its tokens, in milliseconds.
+pub fn itl_ms(run: &RunRecord) -> Vec<f64> {
+    let Some(tokens) = tokens_per_event(run) else { return Vec::new() };
+    let arrivals: Vec<u64> = run.events.iter().filter(|e| e.carries_tokens()).map(|e| e.t_ns).collect();
+    arrivals
+        .windows(2)
+        .zip(&tokens[1..])
+        .filter(|(_, &n)| n > 0.0)
+        .map(|(pair, &n)| (pair[1].saturating_sub(pair[0])) as f64 / 1e6 / n)
+        .collect()
+}
+
+/// From the earliest start to the latest end of `runs`, in milliseconds: a run starts at its
+/// `started_unix_ms` (wall clock, whole milliseconds, read just before the request is sent)
+/// and ends its last event's `t_ns` later. `None` when no run has both.
+pub fn span_ms(runs: &[&RunRecord]) -> Option<f64> {
+    let timed: Vec<(f64, f64)> = runs
+        .iter()
+        .filter(|r| r.started_unix_ms > 0)
+        .filter_map(|r| Some((r.started_unix_ms as f64, r.started_unix_ms as f64 + e2e_ms(r)?)))
+        .collect();
+    let start = timed.iter().map(|t| t.0).reduce(f64::min)?;
+    let end = timed.iter().map(|t| t.1).reduce(f64::max)?;
+    Some(end - start)
+}
+
+/// The leaderboard's name for `metric` of a step at `concurrency`: unchanged at 1, suffixed
+/// `@c<N>` above it (`decode_tps@c4`, `ttft_p99_ms@c4`), so that rows of one cell at different
+/// concurrency never share a name (docs/leaderboard.md).
+pub fn metric_name(metric: &str, concurrency: u32) -> String {
+    if concurrency > 1 {
+        format!("{metric}@c{concurrency}")
+    } else {
+        metric.to_owned()
+    }
+}
+
+/// One leaderboard row's figure: metric (before the concurrency suffix), unit, value, what `n`
+/// counts, and whether it is a percentile that is only the largest value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub metric: String,
+    pub unit: &'static str,
+    pub value: f64,
+    pub n: usize,
+    pub tail_is_max: bool,
+}
+
+/// The flag of a percentile row that is only the largest value.
+pub const TAIL_IS_MAX: &str = "tail-is-max";
+
+/// The serving rows of `s`, in order: `output_tps`, `requests_per_s`, then p50, p90 and p99 of
+/// TTFT, ITL, TPOT and E2E. A figure with nothing to compute it from has no row.
+pub fn rows(s: &Serving) -> Vec<Row> {
+    let mut rows = Vec::new();
+    if let Some(v) = s.output_tps {
+        rows.push(Row { metric: "output_tps".to_owned(), unit: "tok/s", value: v, n: s.n_ok, tail_is_max: false });
+    }
+    if let Some(v) = s.requests_per_s {
+        rows.push(Row { metric: "requests_per_s".to_owned(), unit: "req/s", value: v, n: s.n_ok, tail_is_max: false });
+    }
+    for which in Latency::ALL {
+        let Some(p) = s.latency(which) else { continue };
+        for q in PERCENTILES {
+            rows.push(Row {
+                metric: format!("{}_p{q}_ms", which.as_str()),
+                unit: "ms",
+                value: p.get(q),
+                n: p.n,
+                tail_is_max: p.tail_is_max(q),
+            });
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_is_a_value_measured_and_the_max_when_n_is_small() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50), Some(5.0), "⌈5⌉ = rank 5");
+        assert_eq!(percentile(&v, 90), Some(9.0), "⌈9⌉ = rank 9, exactly");
+        assert_eq!(percentile(&v, 99), Some(10.0), "⌈9.9⌉ = rank 10");
+        let eight = Percentiles::of(&v[..8]).unwrap();
+        assert_eq!((eight.p50, eight.p90, eight.p99), (4.0, 8.0, 8.0));
+        assert!(!eight.tail_is_max(50) && eight.tail_is_max(90) && eight.tail_is_max(99));
+        let hundred = Percentiles::of(&(1..=100).map(f64::from).collect::<Vec<_>>()).unwrap();
+        assert_eq!(hundred.p99, 99.0);
+        assert!(!hundred.tail_is_max(99));
+        assert_eq!(percentile(&[], 50), None);
+    }
+
+    #[test]
+    fn concurrency_one_keeps_the_names_and_above_it_every_name_says_it() {
+        assert_eq!(metric_name("decode_tps", 1), "decode_tps");
+        assert_eq!(metric_name("ttft_p99_ms", 4), "ttft_p99_ms@c4");
+    }
+}
