@@ -572,8 +572,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(message) = harness::pass::listing::not_a_pass(&args.pass) {
                 anyhow::bail!(message);
             }
-            let pass = harness::pass::read_pass(&args.pass)?;
-            if let Some(torn) = &pass.torn_tail {
+            // One run at a time from runs.jsonl to the CSV: memory for one run, whatever the
+            // size of the pass (docs/raw-format.md, "Export").
+            use harness::pass::csv::{export_pass, Audience};
+            let audience = if args.for_spreadsheet { Audience::Spreadsheet } else { Audience::Tools };
+            let out = args.out.as_ref().filter(|o| o.as_os_str() != "-");
+            let exported = if let Some(out) = out {
+                let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+                let exported = export_pass(&args.pass, std::io::BufWriter::new(file), audience);
+                if exported.is_err() && std::fs::symlink_metadata(out).is_ok_and(|m| m.is_file()) {
+                    // The rows before a refused run would pass for the whole pass: leave none.
+                    let _ = std::fs::remove_file(out);
+                }
+                exported?
+            } else {
+                // Rows reach a pipe as they are made; one refused part-way exits non-zero.
+                export_pass(&args.pass, std::io::stdout().lock(), audience)?
+            };
+            if let Some(torn) = &exported.torn_tail {
                 eprintln!(
                     "warning: {}: line {} is cut short ({} bytes; the writer stopped mid-run); exported the runs before it",
                     args.pass.join(harness::pass::RUNS_FILE).display(),
@@ -581,20 +597,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     torn.bytes
                 );
             }
-            let export = |out: &mut dyn std::io::Write| {
-                if args.for_spreadsheet {
-                    harness::pass::csv::export_runs_for_spreadsheet(&pass, out)
-                } else {
-                    harness::pass::csv::export_runs(&pass, out)
-                }
-            };
-            let out = args.out.as_ref().filter(|o| o.as_os_str() != "-");
             if let Some(out) = out {
-                let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-                export(&mut std::io::BufWriter::new(file))?;
-                eprintln!("wrote {} runs to {}", pass.runs.len(), out.display());
-            } else {
-                export(&mut std::io::stdout().lock())?;
+                eprintln!("wrote {} runs to {}", exported.runs, out.display());
             }
             Ok(ExitCode::SUCCESS)
         }

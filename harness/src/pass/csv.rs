@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::format::*;
 use crate::metrics;
-use super::store::{write_imported, Pass, PassError};
+use super::store::{read_pass_info, write_imported, Pass, PassError, RunReader, TornTail};
 
 /// The columns, in this order. Changing them breaks every consumer: don't.
 pub const COLUMNS: [&str; 20] = [
@@ -37,9 +37,13 @@ pub const COLUMNS: [&str; 20] = [
 /// Writes every run of `pass`, warmups and failures included, in the order they were recorded.
 /// Every value is written as it is: this file is for tools, and export → import → export gives
 /// the same bytes. For a file a person opens in a spreadsheet, use
-/// [`export_runs_for_spreadsheet`].
+/// [`export_runs_for_spreadsheet`]; for a pass on disk, [`export_pass`] holds one run at a time.
 pub fn export_runs(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
-    export(pass, out, false)
+    let mut rows = Rows::new(out, Audience::Tools)?;
+    for run in &pass.runs {
+        rows.write(&pass.info, run)?;
+    }
+    rows.finish()
 }
 
 /// As [`export_runs`], with every text cell that came from an engine, a user or a file passed
@@ -47,7 +51,47 @@ pub fn export_runs(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
 /// run an engine's version string as a formula. Numbers are written as they are. What this
 /// writes does not round-trip: importing it keeps the leading `'`.
 pub fn export_runs_for_spreadsheet(pass: &Pass, out: impl Write) -> anyhow::Result<()> {
-    export(pass, out, true)
+    let mut rows = Rows::new(out, Audience::Spreadsheet)?;
+    for run in &pass.runs {
+        rows.write(&pass.info, run)?;
+    }
+    rows.finish()
+}
+
+/// Who a runs CSV is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Every value as it is ([`export_runs`]).
+    Tools,
+    /// Text cells through [`spreadsheet_cell`] ([`export_runs_for_spreadsheet`]).
+    Spreadsheet,
+}
+
+/// What [`export_pass`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exported {
+    pub runs: usize,
+    /// The last line of runs.jsonl was cut short (the writer stopped mid-run): the runs before
+    /// it were exported.
+    pub torn_tail: Option<TornTail>,
+}
+
+/// The pass in `dir` as a runs CSV, the same bytes [`export_runs`] (or, for a spreadsheet,
+/// [`export_runs_for_spreadsheet`]) writes of it read whole, but read and written one run at
+/// a time: memory for `pass.json` and one run, whatever the size of the pass. A run that no
+/// measurement wrote stops it with its file and line, after the rows before it were written;
+/// the caller decides what becomes of them (`benchpass export` removes a file it was writing).
+pub fn export_pass(dir: &Path, out: impl Write, audience: Audience) -> anyhow::Result<Exported> {
+    let info = read_pass_info(dir)?;
+    let mut reader = RunReader::open(dir)?;
+    let mut rows = Rows::new(out, audience)?;
+    let mut runs = 0;
+    for run in reader.by_ref() {
+        rows.write(&info, &run?)?;
+        runs += 1;
+    }
+    rows.finish()?;
+    Ok(Exported { runs, torn_tail: reader.torn_tail().cloned() })
 }
 
 /// The characters that make a spreadsheet read a cell as a formula (or, for tab and carriage
@@ -65,19 +109,34 @@ pub fn spreadsheet_cell(value: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn export(pass: &Pass, out: impl Write, for_spreadsheet: bool) -> anyhow::Result<()> {
-    let text = |value: String| if for_spreadsheet { spreadsheet_cell(&value).into_owned() } else { value };
-    let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(COLUMNS)?;
-    for run in &pass.runs {
-        let cell = pass
-            .cell(&run.cell)
+/// The CSV being written: the header first, then one row per run.
+struct Rows<W: Write> {
+    writer: csv::Writer<W>,
+    audience: Audience,
+}
+
+impl<W: Write> Rows<W> {
+    fn new(out: W, audience: Audience) -> anyhow::Result<Rows<W>> {
+        let mut writer = csv::Writer::from_writer(out);
+        writer.write_record(COLUMNS)?;
+        Ok(Rows { writer, audience })
+    }
+
+    fn write(&mut self, info: &PassInfo, run: &RunRecord) -> anyhow::Result<()> {
+        let text = |value: String| match self.audience {
+            Audience::Spreadsheet => spreadsheet_cell(&value).into_owned(),
+            Audience::Tools => value,
+        };
+        let cell = info
+            .cells
+            .iter()
+            .find(|c| c.id == run.cell)
             .ok_or_else(|| anyhow::anyhow!("run names cell `{}` that pass.json does not list", run.cell))?;
         let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
         let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
-        writer.write_record([
-            text(pass.info.pass_id.clone()),
-            text(pass.info.machine.name.clone()),
+        self.writer.write_record([
+            text(info.pass_id.clone()),
+            text(info.machine.name.clone()),
             text(cell.engine.name.clone()),
             text(cell.engine.version.clone()),
             text(cell.engine.sha256.clone().unwrap_or_default()),
@@ -97,9 +156,13 @@ fn export(pass: &Pass, out: impl Write, for_spreadsheet: bool) -> anyhow::Result
             text(run.error.as_ref().map(|e| e.class.clone()).unwrap_or_default()),
             run.token_count_source.map(|s| s.as_str().to_owned()).unwrap_or_default(),
         ])?;
+        Ok(())
     }
-    writer.flush()?;
-    Ok(())
+
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.writer.flush()?;
+        Ok(())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

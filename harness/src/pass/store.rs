@@ -251,38 +251,109 @@ impl Pass {
     }
 }
 
+/// Reads a pass whole: `pass.json` and every run with every stream event.
 pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
+    read_pass_keeping(dir, |_| true)
+}
+
+/// Reads a pass keeping the stream events only of the runs for which `keep_events` says so
+/// (it sees each run whole, in file order); every other run's events are dropped as soon as
+/// that run is read, after its `output_sha256` is filled in from them where the record lacks
+/// it (the same hash [`RunRecord::hash_output`] gives). Events are most of a pass's memory (a
+/// run of 256 tokens holds 256 of them, each with its text): a caller that needs them for a
+/// few runs holds a pass in a fraction of the memory. `analysis::runs::events_the_figures_read`
+/// is the filter the analysis reads passes with.
+pub fn read_pass_keeping(dir: &Path, mut keep_events: impl FnMut(&RunRecord) -> bool) -> Result<Pass, PassError> {
     let info = read_pass_info(dir)?;
-    let runs_path = dir.join(RUNS_FILE);
-    let file = File::open(&runs_path).map_err(io(&runs_path))?;
-    let mut reader = BufReader::new(file);
+    let mut reader = RunReader::open(dir)?;
     let mut runs = Vec::new();
-    let mut torn_tail = None;
-    // Bytes, not text: a kill can cut a line inside a multi-byte character.
-    let mut line = Vec::new();
-    let mut number = 0;
-    loop {
-        line.clear();
-        let read = reader.read_until(b'\n', &mut line).map_err(io(&runs_path))?;
-        if read == 0 {
-            break;
+    for run in reader.by_ref() {
+        let mut run = run?;
+        if !keep_events(&run) {
+            if run.output_sha256.is_none() {
+                run.output_sha256 = RunRecord::hash_output(&run.events);
+            }
+            run.events = Vec::new();
         }
-        number += 1;
-        let complete = line.ends_with(b"\n");
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<RunRecord>(&line) {
-            Ok(run) => match impossible(&run) {
-                None => runs.push(run),
-                Some(message) => return Err(PassError::ImpossibleRun { path: runs_path, line: number, message }),
-            },
-            // Only the last line can be torn: a writer that died mid-append leaves no newline.
-            Err(_) if !complete => torn_tail = Some(TornTail { line: number, bytes: line.len() }),
-            Err(cause) => return Err(PassError::BadRun { path: runs_path, line: number, cause }),
-        }
+        runs.push(run);
     }
-    Ok(Pass { dir: dir.to_owned(), info, runs, torn_tail })
+    Ok(Pass { dir: dir.to_owned(), info, runs, torn_tail: reader.torn_tail })
+}
+
+/// The runs of a pass read one line at a time, in the order they were recorded: memory for
+/// one run, whatever the size of the pass (`benchpass export` streams through it). Blank lines
+/// are skipped; a run no measurement wrote, or a line that is not a run record before the
+/// last, ends the iteration with an error naming its line. A torn last line is not an error:
+/// [`RunReader::torn_tail`] says so once the iteration has ended.
+pub struct RunReader {
+    path: PathBuf,
+    reader: BufReader<File>,
+    // Bytes, not text: a kill can cut a line inside a multi-byte character.
+    line: Vec<u8>,
+    number: usize,
+    torn_tail: Option<TornTail>,
+    done: bool,
+}
+
+impl RunReader {
+    pub fn open(dir: &Path) -> Result<RunReader, PassError> {
+        let path = dir.join(RUNS_FILE);
+        let file = File::open(&path).map_err(io(&path))?;
+        Ok(RunReader { path, reader: BufReader::new(file), line: Vec::new(), number: 0, torn_tail: None, done: false })
+    }
+
+    /// The last line cut short, once the iteration has ended.
+    pub fn torn_tail(&self) -> Option<&TornTail> {
+        self.torn_tail.as_ref()
+    }
+
+    fn fail(&mut self, error: PassError) -> Option<Result<RunRecord, PassError>> {
+        self.done = true;
+        Some(Err(error))
+    }
+}
+
+impl Iterator for RunReader {
+    type Item = Result<RunRecord, PassError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            self.line.clear();
+            let read = match self.reader.read_until(b'\n', &mut self.line) {
+                Ok(read) => read,
+                Err(cause) => return self.fail(PassError::Io { path: self.path.clone(), cause }),
+            };
+            if read == 0 {
+                self.done = true;
+                break;
+            }
+            self.number += 1;
+            let complete = self.line.ends_with(b"\n");
+            if self.line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let (path, line) = (self.path.clone(), self.number);
+            match serde_json::from_slice::<RunRecord>(&self.line) {
+                Ok(run) => match impossible(&run) {
+                    None => {
+                        // A line of many megabytes leaves no buffer that size behind it.
+                        if self.line.capacity() > 1 << 20 {
+                            self.line = Vec::new();
+                        }
+                        return Some(Ok(run));
+                    }
+                    Some(message) => return self.fail(PassError::ImpossibleRun { path, line, message }),
+                },
+                // Only the last line can be torn: a writer that died mid-append leaves no newline.
+                Err(_) if !complete => {
+                    self.torn_tail = Some(TornTail { line, bytes: self.line.len() });
+                    self.done = true;
+                }
+                Err(cause) => return self.fail(PassError::BadRun { path, line, cause }),
+            }
+        }
+        None
+    }
 }
 
 /// What makes a run record one no measurement wrote (docs/raw-format.md, "Bounds"): a
@@ -316,6 +387,12 @@ pub fn read_pass_info(dir: &Path) -> Result<PassInfo, PassError> {
 
 /// Reads many passes, spread over all cores (a leaderboard may read thousands); in order.
 pub fn read_passes(dirs: &[PathBuf]) -> Result<Vec<Pass>, PassError> {
+    read_passes_keeping(dirs, || |_: &RunRecord| true)
+}
+
+/// [`read_passes`] with [`read_pass_keeping`]'s filter of events, a new one for each pass
+/// (made by `filter`).
+pub fn read_passes_keeping<F: FnMut(&RunRecord) -> bool>(dirs: &[PathBuf], filter: impl Fn() -> F + Sync) -> Result<Vec<Pass>, PassError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
@@ -326,7 +403,7 @@ pub fn read_passes(dirs: &[PathBuf]) -> Result<Vec<Pass>, PassError> {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(dir) = dirs.get(i) else { break };
-                let pass = read_pass(dir);
+                let pass = read_pass_keeping(dir, filter());
                 results.lock().expect("no reader panics holding the lock")[i] = Some(pass);
             });
         }
