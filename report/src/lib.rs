@@ -9,6 +9,7 @@ pub mod agent;
 pub mod charts;
 pub mod diff;
 pub mod quality;
+pub mod serving;
 pub mod summary;
 pub mod view;
 
@@ -96,6 +97,7 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
     // The agent cells as the steps carry them, in pass order (one step per agent cell).
     let agent_cells: Vec<analysis::agent::AgentCell> = steps.iter().filter_map(|s| s.agent.clone()).collect();
     let agent = agent::render(&agent_cells)?;
+    let serving = serving::render(steps)?;
     let ctx = context! {
         pass => view::header(pass),
         tables => tables,
@@ -110,6 +112,8 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
         charts => charts,
         agent_markdown => agent.as_ref().map(|a| a.markdown.clone()),
         agent_html => agent.as_ref().map(|a| a.html.clone()),
+        serving_markdown => serving.as_ref().map(|s| s.markdown.clone()),
+        serving_html => serving.as_ref().map(|s| s.html.clone()),
         quality => options.quality.map(view::quality_note),
         floor_pct => (analysis::band::FLOOR * 100.0).round() as u32,
     };

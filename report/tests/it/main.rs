@@ -9,6 +9,7 @@ mod hostile_csv;
 mod hostile_numbers;
 mod marks;
 mod quality_column;
+mod serving;
 mod thermal;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,93 @@
+//! The "Serving under concurrency" section (`analysis::serving`): for each step whose streams
+//! ran side by side, its aggregate throughput, then p50/p90/p99 of TTFT, inter-token latency,
+//! time per output token and end-to-end latency. Rendered on its own, as Markdown and as an HTML
+//! fragment for the pass report to place; a pass without such steps has no section and renders
+//! the same bytes as before (docs/metrics.md, "Serving under concurrency").
+
+use analysis::cells::CellStep;
+use analysis::serving::{Latency, Percentiles, Serving, PERCENTILES};
+use minijinja::context;
+use serde::Serialize;
+
+/// The section, ready to be placed in a report.
+#[derive(Debug, Clone)]
+pub struct ServingSection {
+    pub markdown: String,
+    pub html: String,
+}
+
+#[derive(Debug, Serialize)]
+struct StepView {
+    engine: String,
+    model: String,
+    lane: String,
+    workload: String,
+    streams: u32,
+    runs: String,
+    output_tps: String,
+    requests_per_s: String,
+    span: String,
+    latencies: Vec<LatencyView>,
+}
+
+#[derive(Debug, Serialize)]
+struct LatencyView {
+    name: &'static str,
+    values: Vec<String>,
+    n: String,
+}
+
+/// The section of the steps that have serving figures; `None` when none has.
+pub fn render(steps: &[CellStep]) -> Result<Option<ServingSection>, minijinja::Error> {
+    let views: Vec<StepView> = steps.iter().filter_map(|s| Some(view(s, s.serving.as_ref()?))).collect();
+    if views.is_empty() {
+        return Ok(None);
+    }
+    let any_max = steps
+        .iter()
+        .filter_map(|s| s.serving.as_ref())
+        .any(|s| Latency::ALL.iter().filter_map(|&l| s.latency(l)).any(|p| PERCENTILES.iter().any(|&q| q > 50 && p.tail_is_max(q))));
+    let ctx = context! { steps => views, any_max => any_max };
+    let mut env = crate::environment();
+    env.add_template("serving.md.j2", include_str!("../../report-templates/serving.md.j2"))?;
+    env.add_template("serving.html.j2", include_str!("../../report-templates/serving.html.j2"))?;
+    Ok(Some(ServingSection {
+        markdown: env.get_template("serving.md.j2")?.render(&ctx)?,
+        html: env.get_template("serving.html.j2")?.render(&ctx)?,
+    }))
+}
+
+fn view(step: &CellStep, s: &Serving) -> StepView {
+    let workload = if step.target_prompt_tokens > 0 {
+        format!("{} {}", step.workload.as_str(), step.target_prompt_tokens)
+    } else {
+        step.workload.as_str().to_owned()
+    };
+    StepView {
+        engine: step.engine.clone(),
+        model: step.model.clone(),
+        lane: step.lane.clone(),
+        workload,
+        streams: s.concurrency,
+        runs: if s.n_failed == 0 { s.n_ok.to_string() } else { format!("{} ({} failed)", s.n_ok, s.n_failed) },
+        output_tps: s.output_tps.map_or("–".to_owned(), |v| format!("{v:.1}")),
+        requests_per_s: s.requests_per_s.map_or("–".to_owned(), |v| format!("{v:.2}")),
+        span: s.span_ms.map_or("–".to_owned(), |ms| format!("{:.2} s", ms / 1e3)),
+        latencies: Latency::ALL.iter().map(|&l| latency(l, s.latency(l))).collect(),
+    }
+}
+
+/// p50, p90, p99 in ms; a tail that is only the largest value reads `(max)` after it.
+fn latency(which: Latency, p: Option<&Percentiles>) -> LatencyView {
+    let Some(p) = p else {
+        return LatencyView { name: which.label(), values: vec!["–".to_owned(); PERCENTILES.len()], n: "0".to_owned() };
+    };
+    let values = PERCENTILES
+        .iter()
+        .map(|&q| {
+            let v = format!("{:.1}", p.get(q));
+            if q > 50 && p.tail_is_max(q) { format!("{v} (max)") } else { v }
+        })
+        .collect();
+    LatencyView { name: which.label(), values, n: format!("{} {}", p.n, which.counts()) }
+}
