@@ -263,6 +263,10 @@ struct RunArgs {
     /// Environment variable that holds the API key (the key is never written anywhere).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
+    /// Also trust the PEM certificate(s) in FILE for `https://` servers (a private CA or a
+    /// self-signed server); the system's trusted roots are always used.
+    #[arg(long, value_name = "FILE")]
+    ca_cert: Option<PathBuf>,
     /// Seconds to wait for the first token before recording the run as failed.
     #[arg(long, default_value_t = 600.0, value_name = "SECONDS", value_parser = parse_timeout)]
     first_token_timeout: f64,
@@ -496,10 +500,15 @@ fn presets_text(preset: &serde_json::Value) -> String {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Run(args) => match args.plan.clone() {
-            Some(plan) => plan_run_command(&plan, *args),
-            None => run_command(*args),
-        },
+        Command::Run(args) => {
+            if let Some(path) = &args.ca_cert {
+                harness::tls::trust_ca_file(path)?;
+            }
+            match args.plan.clone() {
+                Some(plan) => plan_run_command(&plan, *args),
+                None => run_command(*args),
+            }
+        }
         Command::Plan(PlanCommand::Check { plan }) => {
             let plan = load_plan(&plan)?;
             println!(

@@ -21,5 +21,6 @@ pub mod runner;
 pub mod secrets;
 pub mod sim;
 pub mod sse;
+pub mod tls;
 pub mod tokens;
 pub mod workloads;

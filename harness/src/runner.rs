@@ -165,9 +165,10 @@ async fn stream_on_a_task_of_its_own(target: &Target<'_>, body: serde_json::Valu
     }
 }
 
-/// The HTTP client every pass uses: no Nagle delay, a connection per stream kept alive.
+/// The HTTP client every pass uses: no Nagle delay, a connection per stream kept alive; HTTPS
+/// with the system's roots and any `--ca-cert`.
 pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
+    Ok(crate::tls::with_extra_roots(reqwest::Client::builder())
         .connect_timeout(std::time::Duration::from_secs(10))
         .tcp_nodelay(true)
         // A redirect is not followed: the figures would be another server's. The 3xx is

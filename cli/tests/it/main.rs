@@ -20,4 +20,5 @@ mod mlx_lm;
 mod plans;
 mod process_groups;
 mod quality;
+mod tls;
 mod vllm_bench;
