@@ -2,7 +2,7 @@
 //! cell beside it: the table every statistic starts from.
 
 use harness::metrics;
-use harness::pass::{Pass, TokenCountSource, Workload};
+use harness::pass::{Pass, RunRecord, TokenCountSource, Workload};
 use harness::runner::is_short_stop;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +54,41 @@ fn draft_counters(counters: &std::collections::BTreeMap<String, f64>) -> Option<
     })
 }
 
+/// The server's `usage.completion_tokens` and the run's token events where the two contradict
+/// each other (`RunFacts::usage_mismatch`).
+fn usage_mismatch(run: &RunRecord) -> Option<(u64, u64)> {
+    let usage_completion = run.usage.as_ref().and_then(|u| u.get("completion_tokens")).and_then(serde_json::Value::as_u64);
+    let token_events = run.events.iter().filter(|e| e.carries_tokens()).count() as u64;
+    usage_completion
+        .filter(|_| !run.events.is_empty())
+        .filter(|&n| metrics::usage_contradicts_events(n, token_events))
+        .map(|n| (n, token_events))
+}
+
+/// Which runs' stream events the figures, charts and comparisons read, for one pass read in
+/// file order: the filter to read it with (`harness::pass::store::read_pass_keeping`), so that
+/// a report, a diff or a leaderboard holds the events it reads and no others. Every other
+/// run's events are read, hashed into its `output_sha256` where it lacks one, and dropped;
+/// every figure stays the same (a test compares them with a full read). The readers:
+/// - `quality`: a quality run's texts and logprobs;
+/// - `serving`: every event of a run in a step at more than one stream (times, tokens per
+///   event, the last event);
+/// - `usage_mismatch` above: a run whose usage contradicts its token events (a run whose
+///   usage agrees gives `None` with or without them);
+/// - the report's token timeline (`report::charts::token_timeline`): the first measured run
+///   of each cell with a token event.
+///
+/// Any new reader of `RunRecord::events` in analysis or report belongs in this list.
+pub fn events_the_figures_read() -> impl FnMut(&RunRecord) -> bool {
+    let mut timeline_cells = std::collections::HashSet::new();
+    move |run| {
+        run.workload == Workload::Quality
+            || crate::serving::applies(run.workload, run.concurrency)
+            || usage_mismatch(run).is_some()
+            || (!run.warmup && run.events.iter().any(|e| e.carries_tokens()) && timeline_cells.insert(run.cell.clone()))
+    }
+}
+
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
     pass.runs
         .iter()
@@ -61,12 +96,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
             let output_sha256 = run.output_sha256.clone().or_else(|| harness::pass::RunRecord::hash_output(&run.events));
             let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);
             let drafts = run.server_counters.as_ref().and_then(draft_counters);
-            let usage_completion = run.usage.as_ref().and_then(|u| u.get("completion_tokens")).and_then(serde_json::Value::as_u64);
-            let token_events = run.events.iter().filter(|e| e.carries_tokens()).count() as u64;
-            let usage_mismatch = usage_completion
-                .filter(|_| !run.events.is_empty())
-                .filter(|&n| metrics::usage_contradicts_events(n, token_events))
-                .map(|n| (n, token_events));
+            let usage_mismatch = usage_mismatch(run);
             RunFacts {
                 pass_id: pass.info.pass_id.clone(),
                 cell: run.cell.clone(),

@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use harness::pass::{read_pass, read_passes, Pass, Workload};
+use harness::pass::store::{read_pass_keeping, read_passes_keeping};
+use harness::pass::{Pass, Workload};
 
 /// A pass, with a warning for a torn last line; a folder that is not a pass says so once and
 /// names the passes near it.
@@ -13,7 +14,8 @@ pub fn load(dir: &Path) -> anyhow::Result<Pass> {
     if let Some(message) = harness::pass::listing::not_a_pass(dir) {
         anyhow::bail!(message);
     }
-    let pass = read_pass(dir)?;
+    // The events no figure reads are dropped as each run is read: most of a pass's memory.
+    let pass = read_pass_keeping(dir, analysis::runs::events_the_figures_read())?;
     if let Some(torn) = &pass.torn_tail {
         eprintln!(
             "warning: {}: line {} of runs.jsonl is cut short (the writer stopped mid-run); that run is left out",
@@ -157,7 +159,7 @@ pub fn leaderboard(dirs: &[PathBuf], format: Format) -> anyhow::Result<String> {
             anyhow::bail!(message);
         }
     }
-    let passes = read_passes(dirs)?;
+    let passes = read_passes_keeping(dirs, analysis::runs::events_the_figures_read)?;
     let mut seen = std::collections::HashSet::new();
     for (pass, dir) in passes.iter().zip(dirs) {
         anyhow::ensure!(

@@ -20,5 +20,6 @@ mod mlx_lm;
 mod plans;
 mod process_groups;
 mod quality;
+mod sizes;
 mod tls;
 mod vllm_bench;
