@@ -257,9 +257,11 @@ struct RunArgs {
     /// JSON object merged into every request body, e.g. '{"reasoning_effort":"none"}'.
     #[arg(long, value_name = "JSON")]
     extra: Option<String>,
-    /// Parallel streams.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::plan::file::MAX_CONCURRENCY)))]
-    concurrency: u32,
+    /// Parallel streams; a comma-separated list sweeps them (`1,2,4,8`: every step at 1 stream,
+    /// then at 2, …), for the serving figures and the throughput–latency chart of the report.
+    #[arg(long, value_delimiter = ',', default_value = "1", value_name = "N[,N...]",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::plan::file::MAX_CONCURRENCY)))]
+    concurrency: Vec<u32>,
     /// Environment variable that holds the API key (the key is never written anywhere).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
@@ -828,7 +830,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         Some(model) => (model, false),
         None => (String::new(), true),
     };
-    anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    let levels = harness::runner::sweep_levels(&args.concurrency)?;
     let allow_failures = args.allow_failures;
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
     let workload = match (args.workload, args.prompt_tokens.is_empty()) {
@@ -877,9 +879,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             for step in steps.iter_mut().filter(|s| s.workload == Workload::Quality) {
                 step.top_logprobs = Some(args.top_logprobs.unwrap_or(harness::workloads::quality::DEFAULT_TOP_LOGPROBS));
             }
-            steps
+            harness::runner::sweep(&steps, &levels)
         },
-        concurrency: args.concurrency,
+        // The most streams any step runs (a sweep's steps carry their own).
+        concurrency: levels.iter().copied().max().unwrap_or(1),
         api_key_env: args.api_key_env,
         pick_model,
         request: RequestConfig {

@@ -105,6 +105,26 @@ pub fn steps_for(workload: Workload, targets: &[u64], runs: u32, warmup: u32, ma
         .collect()
 }
 
+/// The levels of `--concurrency N[,N...]`: at least one, each once.
+pub fn sweep_levels(levels: &[u32]) -> anyhow::Result<Vec<u32>> {
+    anyhow::ensure!(!levels.is_empty() && !levels.contains(&0), "--concurrency takes streams of 1 or more, e.g. 4 or 1,2,4,8");
+    let mut seen = Vec::new();
+    for &level in levels {
+        anyhow::ensure!(!seen.contains(&level), "--concurrency {level} appears twice in the sweep");
+        seen.push(level);
+    }
+    Ok(seen)
+}
+
+/// `steps` at each concurrency level in turn; one level leaves them as they are (the pass's
+/// concurrency applies), several give every step once per level with its own `concurrency`.
+pub fn sweep(steps: &[Step], levels: &[u32]) -> Vec<Step> {
+    if levels.len() < 2 {
+        return steps.to_vec();
+    }
+    levels.iter().flat_map(|&level| steps.iter().map(move |s| Step { concurrency: Some(level), ..*s })).collect()
+}
+
 /// What benchpass learned from a server before its first run.
 pub struct ServerFacts {
     pub version: String,
@@ -240,7 +260,8 @@ pub fn dry_run(options: &RunOptions) -> String {
             Workload::Quality => "rounds",
             _ => "runs",
         };
-        out.push_str(&format!("  {what}: {} warmup + {} {unit} × {} tokens\n", step.warmup, step.runs, step.max_tokens));
+        let streams = step.concurrency.map_or(String::new(), |n| format!(" at {n} streams"));
+        out.push_str(&format!("  {what}{streams}: {} warmup + {} {unit} × {} tokens\n", step.warmup, step.runs, step.max_tokens));
         let n: u64 = all_slots(std::slice::from_ref(step)).iter().map(runs_in_slot).sum();
         requests += n;
         tokens += n * step.max_tokens;
@@ -363,7 +384,7 @@ pub async fn run_jobs(
     interrupt: &mut Interrupt,
 ) -> anyhow::Result<bool> {
     // Warmups finish before measured runs start, step by step.
-    let phases = jobs.chunk_by(|a, b| (a.workload, a.target, a.warmup) == (b.workload, b.target, b.warmup));
+    let phases = jobs.chunk_by(|a, b| (a.workload, a.target, a.warmup, a.concurrency) == (b.workload, b.target, b.warmup, b.concurrency));
     for phase in phases {
         // A chain runs its jobs one after another: a session's turns, or one job alone.
         let chains = phase.chunk_by(|a, b| a.session.is_some() && a.session == b.session);

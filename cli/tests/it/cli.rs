@@ -163,3 +163,23 @@ fn completions_and_the_man_page_come_from_the_command_line_itself() {
     let man = benchpass(&["man"]);
     assert!(String::from_utf8_lossy(&man.stdout).starts_with(".ie"), "roff");
 }
+
+#[test]
+fn a_concurrency_sweep_runs_every_step_at_each_level_and_keeps_them_apart() {
+    let sim = Sim::start(&["--decode-tps", "2000", "--prefill-tps", "100000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let pass = run_pass(&sim, &out, &["--concurrency", "1,2", "--runs", "4", "--max-tokens", "8"]);
+    let steps = &pass.info.request.as_ref().unwrap().steps;
+    assert_eq!(steps.iter().map(|s| s.concurrency).collect::<Vec<_>>(), [Some(1), Some(2)]);
+    let at = |n: u32| pass.runs.iter().filter(|r| r.concurrency == n).count();
+    assert_eq!((at(1), at(2)), (4, 4), "every run says the streams it ran beside");
+    // The levels are two steps of the analysis: the 2-stream one has serving figures.
+    let rows = benchpass(&["leaderboard", out.to_str().unwrap()]);
+    let rows = String::from_utf8_lossy(&rows.stdout);
+    assert!(rows.contains(",decode_tps,") && rows.contains(",decode_tps@c2,") && rows.contains(",output_tps@c2,"), "{rows}");
+    let dry = benchpass(&["run", "--url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1,4", "--dry-run"]);
+    assert!(String::from_utf8_lossy(&dry.stdout).contains("sustained at 4 streams: 0 warmup + 3 runs"));
+    let twice = benchpass(&["run", "--url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "2,2"]);
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("--concurrency 2 appears twice"));
+}
