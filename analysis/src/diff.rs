@@ -413,6 +413,18 @@ pub fn log_change(a: f64, b: f64) -> Option<f64> {
     (a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite()).then(|| (b / a).ln())
 }
 
+/// Whether two sides' median actual prompt tokens differ by more than
+/// [`PROMPT_SPREAD_MARGIN`] of the smaller: `max / min − 1`, the same whichever side is A.
+/// Prompts of 0 tokens on one side and some on the other are apart; 0 on both are not.
+fn prompts_apart(a: f64, b: f64) -> bool {
+    let (lo, hi) = (a.min(b), a.max(b));
+    if lo > 0.0 {
+        (hi - lo) / lo > PROMPT_SPREAD_MARGIN
+    } else {
+        hi > 0.0
+    }
+}
+
 fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
     let median = step.median(metric);
     DiffRow {
@@ -470,7 +482,10 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
 
     let mut incomparable = !pass_reasons.is_empty();
     if let (Some(pa), Some(pb)) = (&a.prompt_tokens, &b.prompt_tokens) {
-        if pa.median > 0.0 && (pb.median - pa.median).abs() / pa.median > PROMPT_SPREAD_MARGIN {
+        // Apart by more than the margin of the smaller, as a row of engines measures it
+        // (cells.rs): symmetric, so swapping A and B cannot make a row comparable one way only
+        // (1950 → 2050 is 5.1 % of A, but 4.9 % of B).
+        if prompts_apart(pa.median, pb.median) {
             reasons.push(Reason::new(ReasonCode::PromptSize, format!("{:.0} → {:.0} actual prompt tokens", pa.median, pb.median)));
             incomparable = true;
         }
@@ -652,6 +667,16 @@ mod tests {
         let c = metric(&[101.9, 101.98, 102.05]);
         assert_eq!(call(&a, &c, MetricKind::DecodeTps, 0.0).verdict, Verdict::WithinNoise);
         assert_eq!(call(&c, &a, MetricKind::DecodeTps, 0.0).verdict, Verdict::WithinNoise);
+    }
+
+    #[test]
+    fn prompt_sizes_are_apart_by_the_same_measure_whichever_side_is_a() {
+        // 1950 and 2050: 2050/1950 − 1 = 5.128 % > 5 % both ways (against A alone, 4.878 % one way).
+        assert!(prompts_apart(1950.0, 2050.0) && prompts_apart(2050.0, 1950.0));
+        // 2000 and 2090: 90 / 2000 = 4.5 % of the smaller, inside the margin both ways.
+        assert!(!prompts_apart(2000.0, 2090.0) && !prompts_apart(2090.0, 2000.0));
+        assert!(prompts_apart(0.0, 30.0) && prompts_apart(30.0, 0.0));
+        assert!(!prompts_apart(0.0, 0.0));
     }
 
     #[test]

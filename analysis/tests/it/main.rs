@@ -5,6 +5,7 @@ mod agent_cells;
 mod coverage;
 mod fixtures;
 mod hand_worked;
+mod more_fixtures;
 mod recompute;
 mod serving;
 mod soak;
