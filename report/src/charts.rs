@@ -139,6 +139,62 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
     Some(Chart { file: "token-timeline.svg".to_owned(), title: "Per-run token timeline (arrival time of each event)".to_owned(), svg })
 }
 
+/// Aggregate output tok/s against median TTFT, one point per concurrency level and one line
+/// per cell and step: how many streams an engine serves before its first tokens come late.
+/// Drawn when some step was measured at two levels or more (a sweep).
+pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
+    let mut series: Vec<(String, Vec<(u32, f64, f64)>)> = Vec::new();
+    for step in steps {
+        let Some(serving) = &step.serving else { continue };
+        let (Some(tps), Some(ttft)) = (serving.output_tps, serving.ttft_ms.as_ref().map(|p| p.p50)) else { continue };
+        if !drawable(&[tps, ttft]) {
+            continue;
+        }
+        let target = if step.target_prompt_tokens > 0 { format!(" {}", step.target_prompt_tokens) } else { String::new() };
+        let name = format!("{} · {}{target}", label(step), step.workload.as_str());
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, points)) => points.push((serving.concurrency, tps, ttft)),
+            None => series.push((name, vec![(serving.concurrency, tps, ttft)])),
+        }
+    }
+    series.retain(|(_, points)| points.len() >= 2);
+    if series.is_empty() {
+        return None;
+    }
+    for (_, points) in &mut series {
+        points.sort_by_key(|&(c, _, _)| c);
+    }
+    let right = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, x, _)| x)).fold(0.0, f64::max) * 1.15);
+    let top = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, _, y)| y)).fold(0.0, f64::max) * 1.2);
+    let mut svg = String::new();
+    draw(&mut svg, |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Throughput against latency, one point per number of streams", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..right, 0f64..top)?;
+        chart.configure_mesh().x_desc("aggregate output tok/s").y_desc("median TTFT (ms)").draw()?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let line: Vec<(f64, f64)> = points.iter().map(|&(_, x, y)| (x, y)).collect();
+            chart
+                .draw_series(LineSeries::new(line, color.stroke_width(2)).point_size(4))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            // Each point says its number of streams.
+            chart.draw_series(points.iter().map(|&(c, x, y)| Text::new(format!("{c}"), (x, y), ("sans-serif", 12).into_font().color(&BLACK))))?;
+        }
+        chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        Ok(())
+    })?;
+    Some(Chart {
+        file: "throughput-latency.svg".to_owned(),
+        title: "Aggregate output tok/s against median TTFT at each number of streams (the label at each point)".to_owned(),
+        svg,
+    })
+}
+
 /// The largest value a chart draws. plotters lays out ticks by stepping through the axis
 /// range; an infinite or vast range (a rate from a span of 1e-320 ms) makes it step forever.
 /// `harness::metrics` reports no rate above 10^9, so nothing real is left out.

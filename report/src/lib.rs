@@ -93,7 +93,10 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
 pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<'_>) -> Result<Rendered, minijinja::Error> {
     let (tables, notes) = view::tables_with_quality(steps, options.quality);
     let mut charts: Vec<Chart> =
-        [charts::decode_by_cell(steps), charts::decode_vs_prompt(steps), charts::token_timeline(pass)].into_iter().flatten().collect();
+        [charts::decode_by_cell(steps), charts::decode_vs_prompt(steps), charts::token_timeline(pass), charts::throughput_latency(steps)]
+            .into_iter()
+            .flatten()
+            .collect();
     // The agent cells as the steps carry them, in pass order (one step per agent cell).
     let agent_cells: Vec<analysis::agent::AgentCell> = steps.iter().filter_map(|s| s.agent.clone()).collect();
     let agent = agent::render(&agent_cells)?;

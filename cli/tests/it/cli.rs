@@ -178,6 +178,14 @@ fn a_concurrency_sweep_runs_every_step_at_each_level_and_keeps_them_apart() {
     let rows = benchpass(&["leaderboard", out.to_str().unwrap()]);
     let rows = String::from_utf8_lossy(&rows.stdout);
     assert!(rows.contains(",decode_tps,") && rows.contains(",decode_tps@c2,") && rows.contains(",output_tps@c2,"), "{rows}");
+    // In a sweep the 1-stream step has its serving figures too: the first point of the curve.
+    assert!(rows.contains(",output_tps,"), "{rows}");
+    let report = tmp.path().join("report");
+    assert!(benchpass(&["report", out.to_str().unwrap(), "--out", report.to_str().unwrap()]).status.success());
+    let svg = std::fs::read_to_string(report.join("charts/throughput-latency.svg")).unwrap();
+    assert!(svg.contains("aggregate output tok/s") && svg.contains("median TTFT"), "the throughput–latency chart");
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("throughput-latency.svg") && md.contains("Serving under concurrency"), "{md}");
     let dry = benchpass(&["run", "--url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "1,4", "--dry-run"]);
     assert!(String::from_utf8_lossy(&dry.stdout).contains("sustained at 4 streams: 0 warmup + 3 runs"));
     let twice = benchpass(&["run", "--url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "2,2"]);

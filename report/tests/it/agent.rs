@@ -142,16 +142,26 @@ fn the_agent_section_holds_the_schedules_figures_and_opens_in_chromium() {
     let mut turns: Vec<_> = pass.runs.iter().filter(|r| r.workload == Workload::Agent).collect();
     turns.sort_by_key(|r| r.turn);
     assert_eq!(turns.len(), truth.len());
+    // On two busy cores (Chromium may run beside this test) a timer can wake late now and
+    // then: each turn is held to when the sim actually sent its first token, and the turns
+    // together to the schedule, by their median error.
+    let mut errors = Vec::new();
     for (run, &(prompt, cached)) in turns.iter().zip(&truth) {
         assert_eq!((run.prompt_tokens, run.cached_prompt_tokens), (Some(prompt), Some(cached)), "turn {:?}", run.turn);
         let ttft = run.ttft_ms.unwrap();
-        assert!((ttft - ttft_ms((prompt, cached))).abs() < SLACK_MS, "turn {:?}: {ttft} ms", run.turn);
+        let sent = run.timings.as_ref().and_then(|t| t["sim_sent_first_token_ms"].as_f64()).expect("the sim runs with timings");
+        assert!((ttft - sent).abs() < SLACK_MS, "turn {:?}: {ttft} ms measured, sent at {sent} ms", run.turn);
+        errors.push((ttft - ttft_ms((prompt, cached))).abs());
     }
+    assert!(median(errors.clone()) < 5.0, "median error against the schedule: {errors:?}");
 
     // The figures: cold TTFT is turn 0's; cached TTFT the median of the later turns'; the hit
     // ratio Σ cached ÷ Σ prompt.
-    let cold = ttft_ms(truth[0]);
-    let cached = median(truth[1..].iter().map(|&t| ttft_ms(t)).collect());
+    // As measured (each turn held to the schedule above), so that the table is checked to the
+    // digit it prints.
+    let cold = turns[0].ttft_ms.unwrap();
+    let cached = median(turns[1..].iter().map(|r| r.ttft_ms.unwrap()).collect());
+    assert!((cached - median(truth[1..].iter().map(|&t| ttft_ms(t)).collect())).abs() < SLACK_MS);
     let hit = truth.iter().map(|t| t.1).sum::<u64>() as f64 / truth.iter().map(|t| t.0).sum::<u64>() as f64;
     assert!(truth[1..].iter().all(|t| t.1 > 0) && hit > 0.5, "later turns find the previous one cached");
 
@@ -160,8 +170,8 @@ fn the_agent_section_holds_the_schedules_figures_and_opens_in_chromium() {
     let md = &rendered.markdown;
     let row = agent_row(md);
     assert_eq!((row["sessions"].as_str(), row["turns"].as_str()), ("1", truth.len().to_string().as_str()));
-    assert!((number(&row["cold TTFT"]) - cold).abs() < SLACK_MS, "{} against {cold:.1}", row["cold TTFT"]);
-    assert!((number(&row["cached TTFT"]) - cached).abs() < SLACK_MS, "{} against {cached:.1}", row["cached TTFT"]);
+    assert!((number(&row["cold TTFT"]) - cold).abs() < 0.051, "{} against {cold:.1}", row["cold TTFT"]);
+    assert!((number(&row["cached TTFT"]) - cached).abs() < 0.051, "{} against {cached:.1}", row["cached TTFT"]);
     assert_eq!(row["cache hit"], format!("{:.1} %", hit * 100.0));
     assert!((number(&row["decode"]) / DECODE_TPS - 1.0).abs() < 0.05, "{}", row["decode"]);
     assert_eq!(row["flags"], "`few-runs`", "one session: no band on the cold TTFT");
@@ -185,7 +195,7 @@ fn the_agent_section_holds_the_schedules_figures_and_opens_in_chromium() {
     let metrics: Vec<&str> = agent_rows.iter().map(|r| r[10]).collect();
     assert_eq!(metrics, ["ttft_cold_ms", "ttft_cached_ms", "cache_hit_ratio", "decode_tps"]);
     assert_eq!(agent_rows[2][12], format!("{hit:.3}"));
-    assert!((agent_rows[0][12].parse::<f64>().unwrap() - cold).abs() < SLACK_MS);
+    assert!((agent_rows[0][12].parse::<f64>().unwrap() - cold).abs() < 0.001);
 
     // The HTML in a real browser: the section, its chart and its figures.
     let Some(browser) = chromium() else {
