@@ -93,6 +93,59 @@ pub fn report(pass_dir: &Path, out: Option<&Path>, root: &Path, quality_referenc
     Ok(out)
 }
 
+/// What a finished `benchpass run` shows: the pass's table (the demo's, the same code) for the
+/// terminal, and the same figures as JSON for scripts (docs/raw-format.md, "`run --json`").
+pub struct RunSummary {
+    pub markdown: String,
+    pub json: serde_json::Value,
+}
+
+/// The summary of the pass in `dir`.
+pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
+    let pass = load(dir)?;
+    let steps = analysis::cells::summarize(&pass)?;
+    let metric = |m: Option<&analysis::cells::Metric>| match m {
+        Some(m) => serde_json::json!({
+            "median": m.median,
+            // As the tables: no band below the runs a band needs.
+            "band_low": (m.values.len() >= analysis::cells::MIN_RUNS_FOR_BAND).then_some(m.band.low),
+            "band_high": (m.values.len() >= analysis::cells::MIN_RUNS_FOR_BAND).then_some(m.band.high),
+            "runs": m.values.len(),
+        }),
+        None => serde_json::Value::Null,
+    };
+    let json_steps: Vec<serde_json::Value> = steps
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "cell": s.cell,
+                "engine": s.engine,
+                "model": s.model,
+                "lane": s.lane,
+                "workload": s.workload.as_str(),
+                "target_prompt_tokens": s.target_prompt_tokens,
+                "concurrency": s.concurrency,
+                "runs": s.n_runs,
+                "failed": s.n_failed,
+                "short_stopped": s.n_short,
+                "decode_tps": metric(s.decode.as_ref()),
+                "ttft_ms": metric(s.ttft.as_ref()),
+                "prefill_tps": metric(s.prefill.as_ref()),
+                "flags": s.reasons.iter().map(|r| r.code.as_str()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let json = serde_json::json!({
+        "pass_dir": dir,
+        "pass_id": pass.info.pass_id,
+        "status": pass.info.status,
+        "runs": pass.runs.len(),
+        "failed": pass.runs.iter().filter(|r| r.is_error()).count(),
+        "steps": json_steps,
+    });
+    Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json })
+}
+
 /// A text format for a diff, a leaderboard or a quality table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

@@ -281,9 +281,15 @@ struct RunArgs {
     /// [default: <date>-<time>-<engine>]
     #[arg(long)]
     pass_id: Option<String>,
-    /// `auto`: a bar on a terminal, one line per run otherwise.
+    /// `auto`: a bar on a terminal, one line per run otherwise; `quiet` also leaves out the
+    /// table of figures at the end.
     #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
     progress: ProgressArg,
+    /// At the end, print the pass's figures as JSON on stdout (instead of the pass folder):
+    /// pass_dir, pass_id, status, runs, failed, and per step its figures and flags
+    /// (docs/raw-format.md, "`run --json`").
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -804,6 +810,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         print!("{}", harness::plan::dry_run(&plan, gap_scale));
         return Ok(ExitCode::SUCCESS);
     }
+    let shown = Shown { json: args.json, table: !matches!(args.progress, ProgressArg::Quiet) };
     let options = harness::plan::PlanRunOptions {
         out: args.out,
         pass_id: args.pass_id,
@@ -814,7 +821,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         resume: args.resume,
     };
     let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
-    report_summary(&summary, args.allow_failures)
+    report_summary(&summary, args.allow_failures, shown)
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -832,6 +839,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let levels = harness::runner::sweep_levels(&args.concurrency)?;
     let allow_failures = args.allow_failures;
+    let shown = Shown { json: args.json, table: !matches!(args.progress, ProgressArg::Quiet) };
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
     let workload = match (args.workload, args.prompt_tokens.is_empty()) {
         (None, true) => Workload::Sustained,
@@ -908,7 +916,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let summary = runtime()?.block_on(run_pass(options))?;
-    report_summary(&summary, allow_failures)
+    report_summary(&summary, allow_failures, shown)
 }
 
 /// The exit status of a pass that was recorded but has failed runs (`--allow-failures` makes
@@ -916,10 +924,32 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// figures are missing runs" (3) apart.
 const EXIT_RUNS_FAILED: u8 = 3;
 
-fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool) -> anyhow::Result<ExitCode> {
+/// How a finished run shows itself: the pass folder on stdout and the table on stderr, or, with
+/// `--json`, the summary as JSON on stdout.
+#[derive(Clone, Copy)]
+struct Shown {
+    json: bool,
+    table: bool,
+}
+
+fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool, shown: Shown) -> anyhow::Result<ExitCode> {
     let sources: Vec<_> = summary.token_count_sources.iter().map(|s| s.as_str()).collect();
     let sources = if sources.is_empty() { "nowhere".to_owned() } else { sources.join(" and ") };
-    println!("{}", summary.dir.display());
+    // The figures are a courtesy on top of the recorded pass: a pass they cannot be worked out
+    // for (say, every run failed) is still recorded, and says why.
+    let figures = if shown.json || shown.table { Some(benchpass::run_summary(&summary.dir)) } else { None };
+    match &figures {
+        Some(Ok(figures)) if shown.json => println!("{}", serde_json::to_string_pretty(&figures.json)?),
+        _ => println!("{}", summary.dir.display()),
+    }
+    match &figures {
+        Some(Ok(figures)) if shown.table => {
+            eprintln!("\n{}", harness::progress::printable_block(&figures.markdown));
+            eprintln!("next: benchpass report {}    (Markdown, HTML and charts)", summary.dir.display());
+        }
+        Some(Err(e)) => eprintln!("warning: no summary of the figures: {e:#}"),
+        _ => {}
+    }
     eprintln!(
         "{} runs recorded ({} failed, {} short-stopped); token counts from {sources}",
         summary.n_runs, summary.n_failed, summary.n_short

@@ -169,6 +169,12 @@ impl Drop for Progress {
 /// `text` fit for a terminal line: secrets redacted, and control characters (escape
 /// sequences that recolour, retitle or clear the terminal, newlines that forge progress lines)
 /// shown escaped instead of obeyed. Every line benchpass prints that holds a server's or a
+/// [`printable`] line by line: a block of several lines (a table) keeps its line breaks, and
+/// nothing inside a line can start another.
+pub fn printable_block(text: &str) -> String {
+    text.lines().map(printable).collect::<Vec<_>>().join("\n")
+}
+
 /// file's words goes through here.
 pub fn printable(text: &str) -> String {
     let text = crate::secrets::redact(text);

@@ -61,8 +61,9 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
     }
     let _ = writeln!(
         out,
-        "\nBands are ± the largest of the runs' own spread and a 2 % floor; with 3 runs such a band \
-         covers the true median at least 75 % of the time (docs/statistics.md)."
+        "\nEach band runs from the slowest to the fastest run, at least a 2 % floor each side (`±x%`, or \
+         `+x%/−y%` where the sides differ); with 3 runs it covers the true median at least 75 % of the \
+         time, a figure from fewer runs has none (docs/statistics.md)."
     );
     let notes = notes.into_vec();
     if !notes.is_empty() {

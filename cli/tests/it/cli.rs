@@ -191,3 +191,29 @@ fn a_concurrency_sweep_runs_every_step_at_each_level_and_keeps_them_apart() {
     let twice = benchpass(&["run", "--url", "http://127.0.0.1:9", "--model", "m", "--concurrency", "2,2"]);
     assert!(String::from_utf8_lossy(&twice.stderr).contains("--concurrency 2 appears twice"));
 }
+
+#[test]
+fn a_finished_run_shows_its_figures_and_the_next_command_or_json_for_scripts() {
+    let sim = Sim::start(&["--decode-tps", "1000", "--prefill-tps", "100000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let base = ["run", "--url", &sim.url, "--runs", "3", "--max-tokens", "11", "--out"];
+    let output = benchpass(&[&base[..], &[out.to_str().unwrap(), "--progress", "plain"]].concat());
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), out.to_str().unwrap(), "stdout is the pass folder, for scripts");
+    assert!(stderr.contains("| engine | model | workload |") && stderr.contains("| openai-compatible | sim-model | sustained |"), "{stderr}");
+    assert!(stderr.contains(&format!("next: benchpass report {}", out.display())), "{stderr}");
+
+    let json_out = tmp.path().join("json");
+    let output = benchpass(&[&base[..], &[json_out.to_str().unwrap(), "--progress", "quiet", "--json"]].concat());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    assert_eq!((json["status"].as_str(), json["runs"].as_u64(), json["failed"].as_u64()), (Some("complete"), Some(3), Some(0)));
+    let step = &json["steps"][0];
+    assert_eq!((step["workload"].as_str(), step["runs"].as_u64(), step["concurrency"].as_u64()), (Some("sustained"), Some(3), Some(1)));
+    // 1000 tok/s by the schedule: 10 decode intervals of 1 ms each run.
+    let decode = &step["decode_tps"];
+    assert!((decode["median"].as_f64().unwrap() / 1000.0 - 1.0).abs() < 0.1, "{decode}");
+    assert!(decode["band_low"].as_f64().unwrap() <= decode["median"].as_f64().unwrap(), "3 runs: a band");
+    assert!(String::from_utf8_lossy(&output.stderr).find("| engine |").is_none(), "quiet: no table");
+}
