@@ -331,15 +331,20 @@ struct SimArgs {
     /// A preset (default, llama-cpp, spec-decode, no-usage, eos) or a JSON profile file.
     #[arg(long, default_value = "default")]
     profile: String,
+    /// The model id served at /v1/models and echoed in replies [default profile: sim-model].
     #[arg(long)]
     model: Option<String>,
+    /// Time to first token before any prefill [default profile: 20].
     #[arg(long, value_name = "MS")]
     base_latency_ms: Option<f64>,
+    /// Prompt tokens prefilled per second [default profile: 2000].
     #[arg(long, value_name = "TOK/S")]
     prefill_tps: Option<f64>,
+    /// Tokens decoded per second after the first [default profile: 60].
     #[arg(long, value_name = "TOK/S")]
     decode_tps: Option<f64>,
-    /// Tokens per stream event after the first (k > 1: speculative-decoding bursts).
+    /// Tokens per stream event after the first (k > 1: speculative-decoding bursts)
+    /// [default profile: 1].
     #[arg(long, value_name = "K")]
     tokens_per_event: Option<u64>,
     /// Do not send a role-only first event.
@@ -361,9 +366,10 @@ struct SimArgs {
     /// Do not serve POST /tokenize.
     #[arg(long)]
     no_tokenize: bool,
-    /// Relative jitter on rates per request, e.g. 0.05 for ±5% (seeded).
+    /// Relative jitter on rates per request, e.g. 0.05 for ±5% (seeded) [default profile: 0].
     #[arg(long)]
     jitter: Option<f64>,
+    /// Seed of the jitter, so that a run can be repeated [default profile: 0].
     #[arg(long)]
     seed: Option<u64>,
     /// Fault: stop sending after N tokens and hold the connection open.
@@ -372,7 +378,7 @@ struct SimArgs {
     /// Fault: every Nth request answers with an HTTP error (see --fail-status).
     #[arg(long, value_name = "N")]
     fail_every: Option<u64>,
-    /// The status of --fail-every answers (429 comes with Retry-After: 1).
+    /// The status of --fail-every answers (429 comes with Retry-After: 1) [default profile: 500].
     #[arg(long, value_name = "CODE")]
     fail_status: Option<u16>,
     /// Fault in every streamed reply: crash-mid-stream, hang-before-first-token, truncated-json,
@@ -380,7 +386,7 @@ struct SimArgs {
     /// error-event, ends-early.
     #[arg(long, value_name = "NAME", value_parser = parse_fault)]
     fault: Option<harness::sim::Fault>,
-    /// Tokens sent before a mid-stream fault strikes.
+    /// Tokens sent before a mid-stream fault strikes [default profile: 5].
     #[arg(long, value_name = "N")]
     fault_after_tokens: Option<u64>,
     /// Use the timer wheel alone: up to ~1 ms late per event, and the events of many streams
@@ -620,6 +626,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Import(args) => {
+            // Another tool's file does not say which machine it ran on; a runs CSV does.
+            if args.machine.is_none() && !matches!(args.format, ImportFormat::RunsCsv) {
+                eprintln!("note: no --machine NAME: the pass records machine `unknown`, and a diff against it says `machine` differs");
+            }
             let dirs = match args.format {
                 ImportFormat::RunsCsv => harness::pass::csv::import_runs(&args.csv, &args.out)?,
                 ImportFormat::LlamaBench => vec![harness::pass::llama_bench::import(harness::pass::llama_bench::LlamaBenchImport {

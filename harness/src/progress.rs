@@ -205,13 +205,15 @@ fn describe(run: &RunRecord) -> String {
     format!("{head}: ttft {ttft}, {rate}, {tokens} tokens ({finish})")
 }
 
-/// `sustained rep 2`, `prompt-matrix 2048 warmup 0`.
+/// `sustained rep 2`, `prompt-matrix 2048 warmup 1`: counted from 1, as the `run N/M` beside
+/// it (runs.jsonl counts `rep` and `turn` from 0).
 pub fn job_name(workload: crate::pass::Workload, target: u64, warmup: bool, rep: u32, turn: Option<u32>) -> String {
     let kind = if warmup { "warmup" } else { "rep" };
+    let rep = rep.saturating_add(1);
     if let Some(turn) = turn {
-        // `agent session 1 turn 4`, `agent warmup session 0 turn 2`
+        // `agent session 2 turn 5`, `agent warmup session 1 turn 3`
         let warmup = if warmup { " warmup" } else { "" };
-        return format!("{}{warmup} session {rep} turn {turn}", workload.as_str());
+        return format!("{}{warmup} session {rep} turn {}", workload.as_str(), turn.saturating_add(1));
     }
     match workload {
         w if w.has_prompt_targets() => format!("{} {target} {kind} {rep}", workload.as_str()),

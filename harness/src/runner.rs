@@ -50,7 +50,7 @@ pub struct PassSummary {
     pub n_runs: usize,
     pub n_failed: usize,
     pub n_short: usize,
-    /// Every source the runs' token counts came from.
+    /// Every source the successful runs' token counts came from.
     pub token_count_sources: Vec<TokenCountSource>,
 }
 
@@ -509,7 +509,9 @@ pub fn tally(summary: &mut PassSummary, run: &RunRecord) {
     } else if is_short_stop(run) {
         summary.n_short += 1;
     }
-    if let Some(source) = run.token_count_source {
+    // The sources the figures rest on: a run that failed (a server that died mid-pass) counts
+    // what it kept however it can, and says nothing of how the others were counted.
+    if let Some(source) = run.token_count_source.filter(|_| !run.is_error()) {
         if !summary.token_count_sources.contains(&source) {
             summary.token_count_sources.push(source);
         }

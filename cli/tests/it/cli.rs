@@ -217,3 +217,18 @@ fn a_finished_run_shows_its_figures_and_the_next_command_or_json_for_scripts() {
     assert!(decode["band_low"].as_f64().unwrap() <= decode["median"].as_f64().unwrap(), "3 runs: a band");
     assert!(String::from_utf8_lossy(&output.stderr).find("| engine |").is_none(), "quiet: no table");
 }
+
+#[test]
+fn sim_help_gives_every_rate_its_default_and_an_import_says_what_machine_it_recorded() {
+    let help = String::from_utf8_lossy(&benchpass(&["sim", "--help"]).stdout).into_owned();
+    for default in ["[default profile: 20]", "[default profile: 2000]", "[default profile: 60]", "[default profile: sim-model]"] {
+        assert!(help.contains(default), "{default}: {help}");
+    }
+    let tmp = temp_dir();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/llama-bench");
+    let file = std::fs::read_dir(&fixture).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "json")).unwrap();
+    let output = benchpass(&["import", "--format", "llama-bench", file.to_str().unwrap(), "--out", tmp.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("no --machine NAME: the pass records machine `unknown`"), "{stderr}");
+}
