@@ -26,9 +26,21 @@ use serde_json::{Map, Value};
 
 use super::format::*;
 use super::store::write_imported;
+use crate::metrics;
 
 /// The error class of an imported request that failed.
 pub const ERROR_CLASS: &str = "imported-error";
+
+/// The most requests one file may bring (over all its results): a plan's bound on the runs of a
+/// pass (`plan::file::MAX_PLANNED_RUNS`). A file of more is refused, nothing written: a pass
+/// made from a hostile file holds no more runs than one benchpass could have measured.
+pub const MAX_REQUESTS: usize = 1_000_000;
+
+/// The longest error text of a request a run keeps, as for a server's error body
+/// (`client.rs`); the cut is marked with `…`. Names (`model_id`, `backend`) are cut to
+/// [`probe::MAX_SERVER_STRING_CHARS`](crate::probe::MAX_SERVER_STRING_CHARS): they are
+/// repeated into every row of a CSV export.
+pub const MAX_ERROR_CHARS: usize = 2000;
 
 /// The per-request arrays `--save-detailed` keeps, that the import needs.
 const PER_REQUEST: [&str; 5] = ["input_lens", "output_lens", "ttfts", "itls", "errors"];
@@ -157,14 +169,17 @@ fn parse(text: &str, file: &str) -> anyhow::Result<Vec<BenchResult>> {
     }
     anyhow::ensure!(!values.is_empty(), "{file}: the file is empty; expected the file that `vllm bench serve --save-result --save-detailed` writes");
     let several = values.len() > 1;
-    values
+    let results = values
         .into_iter()
         .enumerate()
         .map(|(i, value)| {
             let place = if several { format!("{file}: result {}", i + 1) } else { file.to_owned() };
             parse_result(value, &place)
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<BenchResult>>>()?;
+    let n: usize = results.iter().map(|r| r.requests.len()).sum();
+    anyhow::ensure!(n <= MAX_REQUESTS, "{file}: {n} requests over {} results; benchpass imports at most {MAX_REQUESTS} from one file (as many runs as a plan may hold)", results.len());
+    Ok(results)
 }
 
 fn parse_result(value: Value, place: &str) -> anyhow::Result<BenchResult> {
@@ -182,7 +197,7 @@ fn parse_result(value: Value, place: &str) -> anyhow::Result<BenchResult> {
     if !map.contains_key("ttfts") && !map.contains_key("output_lens") {
         bail!("{place}: no `ttfts` or `output_lens`: a pooling (embedding, rerank) benchmark has no generation to import; benchpass imports generation benchmarks only");
     }
-    let model_id: String = field(&map, "model_id", place)?;
+    let model_id = crate::probe::server_string(&field::<String>(&map, "model_id", place)?);
     let input_lens: Vec<u64> = field(&map, "input_lens", place)?;
     let output_lens: Vec<u64> = field(&map, "output_lens", place)?;
     let ttfts: Vec<f64> = field(&map, "ttfts", place)?;
@@ -193,10 +208,21 @@ fn parse_result(value: Value, place: &str) -> anyhow::Result<BenchResult> {
         anyhow::ensure!(len == n, "{place}: `{key}` has {len} entries but `ttfts` has {n}: the per-request arrays must have one entry per request");
     }
     anyhow::ensure!(n > 0, "{place}: the per-request arrays are empty: no requests to import");
+    anyhow::ensure!(n <= MAX_REQUESTS, "{place}: {n} requests; benchpass imports at most {MAX_REQUESTS} from one file (as many runs as a plan may hold)");
+    // The bounds a runs CSV's import checks (docs/metrics.md, "Bounds"): times finite, 0 or
+    // more and at most 30 days, counts at most 2^32.
+    let max_s = metrics::MAX_MS / 1e3;
     for (i, (&ttft, itl)) in ttfts.iter().zip(&itls).enumerate() {
-        anyhow::ensure!(ttft >= 0.0, "{place}: `ttfts` entry {i} is {ttft}: expected seconds, 0 or more");
+        anyhow::ensure!((0.0..=max_s).contains(&ttft), "{place}: `ttfts` entry {i} is {ttft}: expected seconds, 0 to {max_s} (30 days)");
         if let Some(bad) = itl.iter().find(|x| **x < 0.0) {
             bail!("{place}: `itls` entry {i} holds {bad}: expected seconds, 0 or more");
+        }
+        let span = itl.iter().fold(0.0, |a, b| a + b);
+        anyhow::ensure!(span <= max_s, "{place}: `itls` entry {i} adds up to {span} s: expected a decode span of at most {max_s} s (30 days)");
+    }
+    for (key, lens) in [("input_lens", &input_lens), ("output_lens", &output_lens)] {
+        if let Some((i, len)) = lens.iter().enumerate().find(|(_, len)| **len > metrics::MAX_COUNT) {
+            bail!("{place}: `{key}` entry {i} is {len}: expected a whole number of tokens up to {}", metrics::MAX_COUNT);
         }
     }
 
@@ -206,7 +232,7 @@ fn parse_result(value: Value, place: &str) -> anyhow::Result<BenchResult> {
             output_len: output_lens[i],
             ttft_s: ttfts[i],
             itl_s: itls[i].clone(),
-            error: errors[i].clone().unwrap_or_default(),
+            error: errors[i].as_deref().map(|e| cut(e, MAX_ERROR_CHARS)).unwrap_or_default(),
         })
         .collect();
     // vLLM counts its successes in `completed`: the import must agree on which requests failed.
@@ -228,7 +254,7 @@ fn lane(map: &Map<String, Value>, max_concurrency: Option<u64>) -> String {
     let mut lane = "vllm-bench".to_owned();
     if let Some(backend) = map.get("backend").and_then(Value::as_str) {
         lane.push(' ');
-        lane.push_str(backend);
+        lane.push_str(&crate::probe::server_string(backend));
     }
     match max_concurrency {
         Some(n) => lane.push_str(&format!(" concurrency {n}")),
@@ -247,6 +273,14 @@ fn lane(map: &Map<String, Value>, max_concurrency: Option<u64>) -> String {
         _ => {}
     }
     lane
+}
+
+/// `text` cut to `max_chars` characters, with `…` where it was cut.
+fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
 }
 
 /// A scalar as text: strings without quotes, `null` (Python's infinity, see [`strict_json`]) as `inf`.
@@ -382,6 +416,37 @@ mod tests {
         let text = result("").replace(r#""input_lens": [10, 10]"#, r#""input_lens": [10]"#);
         let e = parse(&text, "f.json").unwrap_err().to_string();
         assert!(e.contains("`input_lens` has 1 entries but `ttfts` has 2"), "{e}");
+    }
+
+    #[test]
+    fn a_hostile_file_cannot_make_an_unbounded_pass() {
+        // Names and error texts are cut, the cut marked: 200 and 2000 characters kept.
+        let huge = "x".repeat(50_000);
+        let text = result("").replace(r#""model_id": "m""#, &format!(r#""model_id": "{huge}""#)).replace("Bad Gateway", &huge).replace(r#""backend": "vllm""#, &format!(r#""backend": "{huge}""#));
+        let results = parse(&text, "f.json").unwrap();
+        assert_eq!(results[0].model_id, format!("{}…", "x".repeat(200)));
+        assert_eq!(results[0].requests[1].error, format!("{}…", "x".repeat(2000)));
+        assert_eq!(results[0].lane, format!("vllm-bench {}… concurrency unlimited rate inf", "x".repeat(200)));
+        // Counts above 2^32 and times beyond 30 days are refused with the entry that holds them.
+        let e = parse(&result("").replace("[5, 0]", "[4294967297, 0]"), "f.json").unwrap_err().to_string();
+        assert!(e.contains("`output_lens` entry 0 is 4294967297: expected a whole number of tokens up to 4294967296"), "{e}");
+        let e = parse(&result("").replace("[0.1, 0.0]", "[0.1, 2592001]"), "f.json").unwrap_err().to_string();
+        assert!(e.contains("`ttfts` entry 1 is 2592001: expected seconds, 0 to 2592000 (30 days)"), "{e}");
+        let e = parse(&result("").replace("[0.01, 0.01, 0.02]", "[2000000, 600000]"), "f.json").unwrap_err().to_string();
+        assert!(e.contains("`itls` entry 0 adds up to 2600000 s"), "{e}");
+        // More requests than a plan may hold: refused per result and over a file's results.
+        let n = MAX_REQUESTS / 2 + 1;
+        let many = |n: usize| {
+            let list = |v: &str| vec![v; n].join(",");
+            format!(
+                r#"{{"model_id": "m", "input_lens": [{}], "output_lens": [{}], "ttfts": [{}], "itls": [{}], "errors": [{}]}}"#,
+                list("1"), list("1"), list("0.1"), list("[]"), list(r#""""#)
+            )
+        };
+        let e = parse(&format!("{}\n{}", many(n), many(n)), "f.json").unwrap_err().to_string();
+        assert_eq!(e, format!("f.json: {} requests over 2 results; benchpass imports at most 1000000 from one file (as many runs as a plan may hold)", 2 * n));
+        let e = parse(&many(MAX_REQUESTS + 1), "f.json").unwrap_err().to_string();
+        assert!(e.contains("1000001 requests; benchpass imports at most 1000000"), "{e}");
     }
 
     #[test]
