@@ -15,6 +15,11 @@ pub struct Chart {
 
 const SIZE: (u32, u32) = (760, 380);
 
+/// A median's dot, and the half-width of a whisker's caps (pixels): the caps reach past the
+/// dot, so a band shorter than the dot still shows.
+const DOT_RADIUS: i32 = 4;
+const WHISKER_CAP: i32 = 9;
+
 fn label(step: &CellStep) -> String {
     if step.family == step.engine {
         step.engine.clone()
@@ -39,13 +44,20 @@ pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
         let mut chart = categorical(&root, "Sustained decode rate (median and noise band)", &names, top, "")?;
         for (i, step) in cells.iter().enumerate() {
             let m = step.decode.as_ref().expect("filtered on decode");
-            let x = SegmentValue::CenterOf(i as i32);
+            let x = i as f64;
             let color = Palette99::pick(i).to_rgba();
             // The same rule as the tables: no band below the runs a band needs.
             if crate::view::has_band(m) {
-                chart.draw_series(std::iter::once(PathElement::new(vec![(x.clone(), m.band.low), (x.clone(), m.band.high)], color.stroke_width(2))))?;
+                chart.draw_series(std::iter::once(PathElement::new(vec![(x, m.band.low), (x, m.band.high)], color.stroke_width(2))))?;
+                // A cap at each end, wider than the dot: a ±2 % band a few pixels long still
+                // shows as a whisker (an I), not as a dot alone.
+                for end in [m.band.low, m.band.high] {
+                    chart.draw_series(std::iter::once(
+                        EmptyElement::at((x, end)) + PathElement::new(vec![(-WHISKER_CAP, 0), (WHISKER_CAP, 0)], color.stroke_width(2)),
+                    ))?;
+                }
             }
-            chart.draw_series(std::iter::once(Circle::new((x, m.median), 5, color.filled())))?;
+            chart.draw_series(std::iter::once(Circle::new((x, m.median), DOT_RADIUS, color.filled())))?;
         }
         Ok(())
     })?;
@@ -81,7 +93,7 @@ pub fn decode_vs_prompt(steps: &[CellStep]) -> Option<Chart> {
         let mut chart = categorical(&root, "Decode rate against prompt size", &target_names, top, "prompt-size target (tokens)")?;
         for (i, (name, points)) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
-            let line: Vec<(SegmentValue<i32>, f64)> = points.iter().map(|&(x, y)| (SegmentValue::CenterOf(x as i32), y)).collect();
+            let line: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x as f64, y)).collect();
             chart
                 .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)).point_size(4))?
                 .label(name.clone())
@@ -215,10 +227,14 @@ type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type CategoryChart<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
-    Cartesian2d<plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32>, plotters::coord::types::RangedCoordf64>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
 /// A chart with one named category per x position (cells, or prompt targets) and a rate on y.
+/// Category `i` is drawn at x = `i`, on an axis from −0.5 to n − 0.5: n slots, each used (a
+/// segmented axis over `0..n` has n + 1 slots, the last one empty). Asked for at most n
+/// labels, plotters steps the axis by 1 (its next step, 0.5, would give 2n): one label per
+/// category, and only whole numbers are named.
 fn categorical<'a, 'b>(
     root: &'a Root<'b>,
     caption: &str,
@@ -232,16 +248,16 @@ fn categorical<'a, 'b>(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d((0..n).into_segmented(), 0f64..axis_top(top))?;
+        .build_cartesian_2d(-0.5..f64::from(n) - 0.5, 0f64..axis_top(top))?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .y_desc("decode tok/s")
         .x_desc(x_desc)
         .x_labels(categories.len())
-        .x_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => categories.get(*i as usize).cloned().unwrap_or_default(),
-            _ => String::new(),
+        .x_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-9 && i >= 0.0 { categories.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
         })
         .draw()?;
     Ok(chart)

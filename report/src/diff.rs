@@ -2,7 +2,8 @@
 //! with its fixed columns.
 
 use analysis::cells::MetricKind;
-use analysis::diff::Diff;
+use analysis::diff::{Diff, Verdict};
+use harness::pass::Pass;
 use harness::pass::csv::spreadsheet_cell;
 use minijinja::context;
 use serde::Serialize;
@@ -55,6 +56,48 @@ pub fn to_csv(diff: &Diff) -> String {
     String::from_utf8(writer.into_inner().expect("writing to memory")).expect("UTF-8 fields")
 }
 
+/// One line that says what a diff found, in the order a reader acts on it: `2 slower, 1
+/// faster, 9 within noise, 1 incomparable` (then `new` and `gone`); a verdict with no row is
+/// left out. The counts are the rows' own, so they add up to the table's rows.
+pub fn summary(diff: &Diff) -> String {
+    let order = [Verdict::Slower, Verdict::Faster, Verdict::WithinNoise, Verdict::Incomparable, Verdict::New, Verdict::Gone];
+    let parts: Vec<String> = order
+        .iter()
+        .filter_map(|&v| {
+            let n = diff.rows.iter().filter(|r| r.verdict == v).count();
+            (n > 0).then(|| format!("{n} {}", v.as_str().replace('-', " ")))
+        })
+        .collect();
+    if parts.is_empty() { "no rows to compare".to_owned() } else { parts.join(", ") }
+}
+
+/// The engines of each side with their versions, shown beside the pass ids: `llama.cpp b5000`,
+/// one per engine and version, in cell order. Empty where the caller has only the diff.
+#[derive(Debug, Clone, Default)]
+pub struct Sides {
+    pub a_engines: Vec<String>,
+    pub b_engines: Vec<String>,
+}
+
+impl Sides {
+    pub fn of(a: &Pass, b: &Pass) -> Sides {
+        Sides { a_engines: engine_versions(a), b_engines: engine_versions(b) }
+    }
+}
+
+/// `engine version` for each engine and version of `pass`'s cells, each once, in cell order.
+pub fn engine_versions(pass: &Pass) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cell in &pass.info.cells {
+        let version = if cell.engine.version.is_empty() { "version unknown" } else { cell.engine.version.as_str() };
+        let named = format!("{} {}", cell.engine.name, version);
+        if !out.contains(&named) {
+            out.push(named);
+        }
+    }
+    out
+}
+
 #[derive(Debug, Serialize)]
 struct RowView {
     engine: String,
@@ -67,8 +110,21 @@ struct RowView {
     b: String,
     delta: String,
     verdict: String,
+    /// The verdict's CSS class (`within-noise` also for a call Holm withdrew).
+    verdict_class: &'static str,
     attribution: String,
     marks: String,
+}
+
+/// The rows of one engine, model and lane: what changed between its two cells (the
+/// attribution) is the same for all of them, so it is said once, above them.
+#[derive(Debug, Serialize)]
+struct GroupView {
+    engine: String,
+    model: String,
+    lane: String,
+    attribution: String,
+    rows: Vec<RowView>,
 }
 
 #[derive(Debug, Serialize)]
@@ -78,7 +134,7 @@ struct DriftView {
     max_abs_delta: String,
 }
 
-fn context(diff: &Diff) -> minijinja::Value {
+fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
     let mut notes = Notes::default();
     let rows: Vec<RowView> = diff
         .rows
@@ -101,12 +157,28 @@ fn context(diff: &Diff) -> minijinja::Value {
                 b: fmt(r.b_median),
                 delta: r.delta_pct.map_or("–".to_owned(), |d| format!("{d:+.1}%")),
                 verdict: if r.withdrawn { format!("{} (Holm)", r.verdict.as_str()) } else { r.verdict.as_str().to_owned() },
+                verdict_class: r.verdict.as_str(),
                 attribution: r.attribution.map(|a| a.sentence().to_owned()).unwrap_or_default(),
                 // A diff row's short-stop reason says a side's rate is a burst: starred.
                 marks: notes.marks(&r.reasons, crate::view::ShortStopMark::Star),
             }
         })
         .collect();
+    // Rows grouped by engine, model and lane, in the order the groups first appear (a pass's
+    // steps are in cell order, so this seldom moves a row); the CSV keeps the diff's order.
+    let mut groups: Vec<GroupView> = Vec::new();
+    for row in rows {
+        match groups.iter_mut().find(|g| g.engine == row.engine && g.model == row.model && g.lane == row.lane && g.attribution == row.attribution) {
+            Some(group) => group.rows.push(row),
+            None => groups.push(GroupView {
+                engine: row.engine.clone(),
+                model: row.model.clone(),
+                lane: row.lane.clone(),
+                attribution: row.attribution.clone(),
+                rows: vec![row],
+            }),
+        }
+    }
     let drift: Vec<DriftView> = diff
         .drift
         .iter()
@@ -120,7 +192,10 @@ fn context(diff: &Diff) -> minijinja::Value {
     context! {
         a => diff.a_pass,
         b => diff.b_pass,
-        rows => rows,
+        a_engines => sides.a_engines,
+        b_engines => sides.b_engines,
+        summary => summary(diff),
+        groups => groups,
         drift => drift,
         notes => notes.into_vec(),
         n_tested => diff.n_tested,
@@ -132,9 +207,19 @@ fn context(diff: &Diff) -> minijinja::Value {
 }
 
 pub fn to_markdown(diff: &Diff) -> Result<String, minijinja::Error> {
-    crate::environment().get_template("diff.md.j2")?.render(context(diff))
+    to_markdown_with(diff, &Sides::default())
 }
 
 pub fn to_html(diff: &Diff) -> Result<String, minijinja::Error> {
-    crate::environment().get_template("diff.html.j2")?.render(context(diff))
+    to_html_with(diff, &Sides::default())
+}
+
+/// [`to_markdown`] with each side's engine versions beside its pass id.
+pub fn to_markdown_with(diff: &Diff, sides: &Sides) -> Result<String, minijinja::Error> {
+    crate::environment().get_template("diff.md.j2")?.render(context(diff, sides))
+}
+
+/// [`to_html`] with each side's engine versions beside its pass id.
+pub fn to_html_with(diff: &Diff, sides: &Sides) -> Result<String, minijinja::Error> {
+    crate::environment().get_template("diff.html.j2")?.render(context(diff, sides))
 }

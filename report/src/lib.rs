@@ -34,6 +34,8 @@ pub(crate) fn environment() -> Environment<'static> {
     env.set_auto_escape_callback(|name| if name.contains(".html") { AutoEscape::Html } else { AutoEscape::None });
     env.add_filter("md", md_escape);
     env.add_filter("marks", md_marks);
+    env.add_filter("md_note_links", md_note_links);
+    env.add_filter("html_note_links", html_note_links);
     for (name, source) in [
         ("report.md.j2", include_str!("../../report-templates/report.md.j2")),
         ("report.html.j2", include_str!("../../report-templates/report.html.j2")),
@@ -73,6 +75,46 @@ pub fn md_marks(marks: String) -> String {
     } else {
         format!("{star}<sup>{numbers}</sup>")
     }
+}
+
+/// The marks of a figure, each one split out: `**2,3` → `**`, `2`, `3`.
+fn split_marks(marks: &str) -> (&str, Vec<&str>) {
+    let n_stars = marks.chars().take_while(|&c| c == '*').count();
+    let numbers = marks[n_stars..].split(',').filter(|n| !n.is_empty()).collect();
+    (&marks[..n_stars], numbers)
+}
+
+/// [`md_marks`] with each mark a link to its note (`view::note_id`), where Markdown renders
+/// links: `\*<sup>[2](#note-2),[3](#note-3)</sup>`.
+pub fn md_note_links(marks: String) -> String {
+    let (stars, numbers) = split_marks(&marks);
+    let mut out = String::new();
+    if !stars.is_empty() {
+        out.push_str(&format!("[{}](#{})", "\\*".repeat(stars.len()), view::note_id(stars)));
+    }
+    if !numbers.is_empty() {
+        let links: Vec<String> = numbers.iter().map(|n| format!("[{}](#{})", md_escape((*n).to_owned()), view::note_id(n))).collect();
+        out.push_str(&format!("<sup>{}</sup>", links.join(",")));
+    }
+    out
+}
+
+/// The marks of a figure as HTML: `<sup>` with a link to each note's anchor. The marks are
+/// made by `view::Notes` (stars, digits, commas); anything else is escaped all the same.
+pub fn html_note_links(marks: String) -> minijinja::Value {
+    let escape = |s: &str| minijinja::HtmlEscape(s).to_string();
+    let (stars, numbers) = split_marks(&marks);
+    if stars.is_empty() && numbers.is_empty() {
+        return minijinja::Value::from_safe_string(String::new());
+    }
+    let mut links: Vec<String> = Vec::new();
+    if !stars.is_empty() {
+        links.push(format!("<a href=\"#{}\">{}</a>", escape(&view::note_id(stars)), escape(stars)));
+    }
+    let numbered: Vec<String> = numbers.iter().map(|n| format!("<a href=\"#{}\">{}</a>", escape(&view::note_id(n)), escape(n))).collect();
+    let numbered = numbered.join(",");
+    links.push(numbered);
+    minijinja::Value::from_safe_string(format!("<sup class=\"marks\">{}</sup>", links.concat()))
 }
 
 /// What a pass report shows beyond the pass's own figures.

@@ -1,7 +1,7 @@
 //! What the templates see: every figure formatted, every mark placed, every footnote written.
 //! Strings are raw here; the templates escape them (HTML auto-escaping, the `md` filter).
 
-use analysis::cells::{CellStep, Metric};
+use analysis::cells::{CellStep, Metric, MetricKind};
 use analysis::quality::QualityRow;
 use analysis::reasons::{Reason, ReasonCode};
 use harness::pass::{Pass, Workload};
@@ -27,13 +27,26 @@ pub struct Cell {
     pub text: String,
     /// `*` and footnote numbers, e.g. `*2,3`.
     pub marks: String,
+    /// The best figure of its column among the cells it can be compared with ([`mark_best`]).
+    pub best: bool,
 }
 
 #[derive(Debug, Serialize)]
 pub struct Note {
     pub mark: String,
+    /// The note's anchor in the page, which its marks link to: `note-3`, `note-s1` for `*`.
+    pub id: String,
     pub code: String,
     pub text: String,
+}
+
+/// The anchor of the note behind `mark` (`3` or `**`).
+pub fn note_id(mark: &str) -> String {
+    if mark.starts_with('*') {
+        format!("note-s{}", mark.len())
+    } else {
+        format!("note-{mark}")
+    }
 }
 
 /// Footnotes shared by a whole report: one number per distinct reason.
@@ -84,7 +97,7 @@ impl Notes {
                     } else {
                         (self.notes.iter().filter(|n| !n.mark.starts_with('*')).count() + 1).to_string()
                     };
-                    self.notes.push(Note { mark, code: reason.code.as_str().to_owned(), text });
+                    self.notes.push(Note { id: note_id(&mark), mark, code: reason.code.as_str().to_owned(), text });
                     self.notes.len() - 1
                 }
             };
@@ -94,6 +107,9 @@ impl Notes {
                 list.push(mark);
             }
         }
+        // In reading order: `*` before `**`, 3 before 5, whatever order the reasons came in.
+        stars.sort_by_key(String::len);
+        numbers.sort_by_key(|n| n.parse::<usize>().unwrap_or(usize::MAX));
         let mut out = stars.concat();
         out.push_str(&numbers.join(","));
         out
@@ -148,6 +164,7 @@ fn grid(
     steps: &[&CellStep],
     row_of: impl Fn(&CellStep) -> String,
     column_of: impl Fn(&CellStep) -> (u64, String),
+    best_of: Option<MetricKind>,
     mut cell: impl FnMut(&CellStep) -> Cell,
 ) -> Option<Table> {
     if steps.is_empty() {
@@ -166,11 +183,21 @@ fn grid(
         }
     }
     columns.sort();
-    let mut cells: Vec<Vec<Cell>> = vec![vec![Cell { text: "–".to_owned(), marks: String::new() }; columns.len()]; rows.len()];
-    for s in steps {
+    let mut cells: Vec<Vec<Cell>> = vec![vec![Cell { text: "–".to_owned(), ..Cell::default() }; columns.len()]; rows.len()];
+    let place = |s: &CellStep| {
         let r = rows.iter().position(|x| *x == row_of(s)).expect("row listed");
         let c = columns.iter().position(|x| *x == column_of(s)).expect("column listed");
+        (r, c)
+    };
+    for s in steps {
+        let (r, c) = place(s);
         cells[r][c] = cell(s);
+    }
+    if let Some(kind) = best_of {
+        for s in best_in_columns(steps, kind, &column_of) {
+            let (r, c) = place(s);
+            cells[r][c].best = true;
+        }
     }
     Some(Table {
         title: title.to_owned(),
@@ -179,6 +206,66 @@ fn grid(
         columns: columns.into_iter().map(|(_, name)| name).collect(),
         rows: rows.into_iter().zip(cells).map(|(label, cells)| Row { label, cells }).collect(),
     })
+}
+
+/// Which way is better: more tokens a second, fewer milliseconds to the first token.
+pub fn higher_is_better(kind: MetricKind) -> bool {
+    !matches!(kind, MetricKind::TtftMs | MetricKind::TtftColdMs | MetricKind::TtftCachedMs)
+}
+
+/// Whether `step`'s figure may be called the best of its column: a figure measured like the
+/// others. Never a burst (`*`: short runs entered the decode median), a rate built on token
+/// counts that are estimates or that the stream contradicts, a decode rate the server's own
+/// timings disagree with, or a figure whose lane, parameters or machine differ.
+pub fn can_be_best(step: &CellStep, kind: MetricKind) -> bool {
+    let Some(metric) = step.metric(kind) else { return false };
+    if !(metric.median.is_finite() && metric.median > 0.0) {
+        return false;
+    }
+    if kind == MetricKind::DecodeTps && step.decode_is_burst() {
+        return false;
+    }
+    let rate = matches!(kind, MetricKind::DecodeTps | MetricKind::PrefillTps);
+    !step.reasons.iter().any(|r| match r.code {
+        ReasonCode::Lane | ReasonCode::Params | ReasonCode::Machine => true,
+        ReasonCode::TokenEstimate | ReasonCode::UsageMismatch => rate,
+        ReasonCode::Reconciliation => kind == MetricKind::DecodeTps,
+        _ => false,
+    })
+}
+
+/// The steps whose figure of `kind` is the best of their column, among the steps they can be
+/// compared with: the same column, model family, lane, workload, token cap, concurrency and
+/// machine, each of which [`can_be_best`], and at least two of them. A group whose actual
+/// prompts lie further apart than `analysis::cells::PROMPT_SPREAD_MARGIN` has no best (the
+/// prompts differ, not only the engines). Equal medians are all marked.
+pub fn best_in_columns<'a>(steps: &[&'a CellStep], kind: MetricKind, column_of: impl Fn(&CellStep) -> (u64, String)) -> Vec<&'a CellStep> {
+    type Key = ((u64, String), String, String, Workload, u64, u32, String);
+    let mut groups: Vec<(Key, Vec<&'a CellStep>)> = Vec::new();
+    for &s in steps.iter().filter(|s| can_be_best(s, kind)) {
+        let key = (column_of(s), s.family.clone(), s.lane.clone(), s.workload, s.max_tokens, s.concurrency, s.machine.clone());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(s),
+            None => groups.push((key, vec![s])),
+        }
+    }
+    let mut best = Vec::new();
+    for (_, members) in groups {
+        if members.len() < 2 {
+            continue;
+        }
+        let prompts: Vec<f64> = members.iter().filter_map(|s| s.prompt_tokens.as_ref().map(|m| m.median)).collect();
+        let (lo, hi) = prompts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+        if prompts.len() >= 2 && lo > 0.0 && (hi - lo) / lo > analysis::cells::PROMPT_SPREAD_MARGIN {
+            continue;
+        }
+        let median = |s: &CellStep| s.metric(kind).map_or(f64::NAN, |m| m.median);
+        let top = members.iter().map(|s| median(s)).fold(if higher_is_better(kind) { f64::MIN } else { f64::MAX }, |a, b| {
+            if higher_is_better(kind) { a.max(b) } else { a.min(b) }
+        });
+        best.extend(members.into_iter().filter(|s| median(s) == top));
+    }
+    best
 }
 
 /// The report's tables, in reading order, and the footnotes their marks refer to.
@@ -214,7 +301,7 @@ pub fn tables_with_quality(steps: &[CellStep], quality: Option<&[QualityRow]>) -
                     [one] => text_of(one),
                     _ => cells.iter().map(|s| format!("{}: {}", s.family, text_of(s))).collect::<Vec<_>>().join("; "),
                 };
-                row.cells.push(Cell { text, marks: String::new() });
+                row.cells.push(Cell { text, ..Cell::default() });
             }
         }
     }
@@ -265,6 +352,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         &sustained,
         by_engine,
         |s| (0, s.family.clone()),
+        Some(MetricKind::DecodeTps),
         |s| decode_cell(s, &mut notes),
     ));
     out.extend(grid(
@@ -274,6 +362,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         &matrix,
         by_engine_family,
         by_target,
+        Some(MetricKind::DecodeTps),
         |s| {
             let mut cell = decode_cell(s, &mut notes);
             if let Some(p) = &s.prompt_tokens {
@@ -290,6 +379,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         &ttft_steps,
         by_engine_family,
         by_target,
+        Some(MetricKind::TtftMs),
         |s| other_cell(s, s.ttft.as_ref(), 1, &mut notes),
     ));
     // Not the sustained prompt: every run sends the same one, so an engine with a prompt cache
@@ -301,6 +391,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         &matrix,
         by_engine_family,
         by_target,
+        Some(MetricKind::PrefillTps),
         |s| other_cell(s, s.prefill.as_ref(), 0, &mut notes),
     ));
     out.extend(grid(
@@ -310,6 +401,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         &pptg,
         by_engine_family,
         by_pptg,
+        Some(MetricKind::DecodeTps),
         |s| decode_cell(s, &mut notes),
     ));
     out.extend(grid(
@@ -319,6 +411,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         &pptg,
         by_engine_family,
         by_pptg,
+        Some(MetricKind::PrefillTps),
         |s| other_cell(s, s.prefill.as_ref(), 0, &mut notes),
     ));
     (out, notes.into_vec())
@@ -328,12 +421,13 @@ fn decode_cell(step: &CellStep, notes: &mut Notes) -> Cell {
     Cell {
         text: step.decode.as_ref().map_or("–".to_owned(), |m| with_band(m, 1)),
         marks: notes.marks(&step.reasons, ShortStopMark::for_decode(step)),
+        best: false,
     }
 }
 
 /// TTFT and prefill still count for short-stopped runs: no `*`.
 fn other_cell(step: &CellStep, metric: Option<&Metric>, digits: usize, notes: &mut Notes) -> Cell {
-    Cell { text: metric.map_or("–".to_owned(), |m| with_band(m, digits)), marks: notes.marks(&step.reasons, ShortStopMark::Omit) }
+    Cell { text: metric.map_or("–".to_owned(), |m| with_band(m, digits)), marks: notes.marks(&step.reasons, ShortStopMark::Omit), best: false }
 }
 
 #[derive(Debug, Serialize)]

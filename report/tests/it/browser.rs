@@ -40,7 +40,8 @@ fn the_html_report_opens_in_headless_chromium_with_its_tables_and_charts() {
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(dom.contains("<h2>Sustained decode (tok/s)</h2>"), "{dom}");
     // Sustained, prompt matrix, TTFT and prefill (the fixture has no ppN-tgM), and 2 of provenance.
-    assert_eq!(dom.matches("<table>").count(), 6);
+    assert_eq!(dom.matches("<table").count(), 6);
+    assert_eq!(dom.matches("<table class=\"provenance\">").count(), 2);
     assert_eq!(dom.matches("<svg").count(), 2, "decode per cell and decode against prompt size");
 
     let shot = artifacts().join("fixture-a-phone.png");

@@ -5,6 +5,7 @@
 mod agent;
 mod bands;
 mod browser;
+mod glance;
 mod hostile_csv;
 mod hostile_numbers;
 mod marks;
@@ -33,12 +34,13 @@ fn the_sustained_table_shows_each_engine_with_its_band_and_marks() {
     let r = render(&fixture_pass("a.csv", "fx-a", &tmp));
     // llama.cpp ran 50, 51, 49 tok/s: median 50.0, band ±2.0 %; the row compares four engines
     // on four builds, so every cell carries the engine+build note (number 1, the first raised).
-    assert!(r.markdown.contains("| llama.cpp | 50.0 ±2.0%<sup>1</sup> |"), "{}", r.markdown);
-    assert!(r.markdown.contains("| mlx-lm | 100.0 ±2.0%<sup>1</sup> |"));
-    assert!(r.markdown.contains("<sup>1</sup> `engine+build`: the weights differ between the engines compared"));
+    // mlx-lm's 100 tok/s is the best of the column: bold and ◆. Each mark links to its note.
+    assert!(r.markdown.contains("| llama.cpp | 50.0 ±2.0%<sup>[1](#note-1)</sup> |"), "{}", r.markdown);
+    assert!(r.markdown.contains("| mlx-lm | **100.0 ±2.0%** ◆<sup>[1](#note-1)</sup> |"));
+    assert!(r.markdown.contains("<a id=\"note-1\"></a><sup>1</sup> `engine+build`: the weights differ between the engines compared"));
     // The 8192 target: one run at 25 tok/s that read 5500 tokens — no band, prompt-size flagged.
     let matrix_row = r.markdown.lines().find(|l| l.starts_with("| llama.cpp · qwen |") && l.contains("tok")).unwrap();
-    assert!(matrix_row.contains("| 25.0 · 5500 tok<sup>"), "{matrix_row}");
+    assert!(matrix_row.contains("| 25.0 · 5500 tok<sup>[3](#note-3),[4](#note-4)</sup> |"), "{matrix_row}");
     assert!(r.markdown.contains("`prompt-size`: the actual prompt size is off its target"));
     assert!(r.markdown.contains("(median 5500 actual tokens for a 8192 target)"));
 }
@@ -48,9 +50,9 @@ fn a_starred_cell_is_starred_and_explained() {
     let tmp = tempfile::tempdir().unwrap();
     let r = render(&fixture_pass("b.csv", "fx-b", &tmp));
     // ollama's B runs all stopped at 180 of 256 tokens: 45 tok/s is a burst.
-    assert!(r.markdown.contains("| ollama | 45.0 ±2.2%\\*<sup>"), "{}", r.markdown);
-    assert!(r.markdown.contains("\\* `short-stop`: runs ended before their token cap"));
-    assert!(r.html.contains("45.0 ±2.2%<sup>*"));
+    assert!(r.markdown.contains("| ollama | 45.0 ±2.2%[\\*](#note-s1)<sup>"), "{}", r.markdown);
+    assert!(r.markdown.contains("<a id=\"note-s1\"></a>\\* `short-stop`: runs ended before their token cap"));
+    assert!(r.html.contains("45.0 ±2.2%<sup class=\"marks\"><a href=\"#note-s1\">*</a>"), "{}", r.html);
 }
 
 #[test]
@@ -200,3 +202,4 @@ fn the_process_measured_for_a_server_benchpass_did_not_start_is_named_and_escape
     assert!(!r.html.contains("srv<script>"), "raw tag in the HTML");
     assert!(r.html.contains("leaky-sim · sim-model: srv&lt;script&gt;|x (pid 4242, listening on port 8080)"), "{}", r.html);
 }
+

@@ -1,0 +1,212 @@
+//! The report at a glance: the best figure of each column marked (and only among figures that
+//! can be compared), every note mark a link to a note that exists, marks in order, the diff's
+//! one-line summary and its attribution said once per group, and on a phone the diff's Δ and
+//! verdict first (headless Chromium).
+
+use analysis::cells::CellStep;
+use analysis::reasons::{Reason, ReasonCode};
+use harness::pass::Workload;
+
+use crate::browser::{chromium, headless};
+use crate::fixture_pass;
+
+fn sustained_section(markdown: &str) -> &str {
+    markdown.split("## Sustained decode").nth(1).unwrap().split("## ").next().unwrap()
+}
+
+fn row<'a>(section: &'a str, label: &str) -> &'a str {
+    section.lines().find(|l| l.starts_with(&format!("| {label} |"))).unwrap_or_else(|| panic!("no row {label} in {section}"))
+}
+
+fn step_of<'a>(steps: &'a mut [CellStep], engine: &str) -> &'a mut CellStep {
+    steps.iter_mut().find(|s| s.engine == engine && s.workload == Workload::Sustained).unwrap()
+}
+
+#[test]
+fn the_best_decode_and_the_best_ttft_are_marked_once_per_column_in_their_direction() {
+    let tmp = tempfile::tempdir().unwrap();
+    // fixtures/diff/b.csv: decode 95, 101, 66 and 45* tok/s; TTFT 60, 120, 120, 200 ms.
+    let pass = fixture_pass("b.csv", "fx-b", &tmp);
+    let steps = analysis::cells::summarize(&pass).unwrap();
+    let r = report::render_pass(&pass, &steps).unwrap();
+    let sustained = sustained_section(&r.markdown);
+    assert_eq!(sustained.matches('◆').count(), 1, "{sustained}");
+    assert!(row(sustained, "mlx-lm").contains("| **101.0 ±2.0%** ◆<sup>"), "{sustained}");
+    // Lower is better for TTFT: llama.cpp's 60 ms, not the 200 ms.
+    let ttft = r.markdown.split("## Time to first token").nth(1).unwrap().split("## ").next().unwrap();
+    assert_eq!(ttft.matches('◆').count(), 1, "{ttft}");
+    assert!(row(ttft, "llama.cpp · qwen").contains("**60.0 ±2.0%** ◆"), "{ttft}");
+    // The HTML marks the same cell, as text that survives copy-paste, explained in the header.
+    assert!(r.html.contains(r#"<td class="best"><strong>101.0 ±2.0%</strong> <span class="best-mark" title="best of its column">◆</span>"#), "{}", r.html);
+    assert_eq!(r.html.matches(r#"<td class="best">"#).count(), 2);
+    assert!(r.markdown.contains("◆ marks the best median of its column") && r.html.contains("marks the best median of its column"));
+}
+
+#[test]
+fn a_burst_or_an_incomparable_figure_is_never_the_best() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pass = fixture_pass("b.csv", "fx-b", &tmp);
+    let mut steps = analysis::cells::summarize(&pass).unwrap();
+    // ollama's burst (all its runs stopped at 180 of 256 tokens) made the fastest by far: a
+    // burst is no sustained rate, so mlx-lm's 101 tok/s stays the best.
+    let ollama = step_of(&mut steps, "ollama");
+    assert!(ollama.decode_is_burst());
+    ollama.decode.as_mut().unwrap().median = 500.0;
+    let r = report::render_pass(&pass, &steps).unwrap();
+    let sustained = sustained_section(&r.markdown);
+    assert!(!row(sustained, "ollama").contains('◆'), "{sustained}");
+    assert!(row(sustained, "mlx-lm").contains('◆'), "{sustained}");
+
+    // mlx-lm's token counts were estimates: its rate is not measured like the others', and the
+    // next best, llama.cpp's 95, is marked.
+    step_of(&mut steps, "mlx-lm").reasons.push(Reason::new(ReasonCode::TokenEstimate, "4 characters a token"));
+    let r = report::render_pass(&pass, &steps).unwrap();
+    let sustained = sustained_section(&r.markdown);
+    assert!(!row(sustained, "mlx-lm").contains('◆') && row(sustained, "llama.cpp").contains('◆'), "{sustained}");
+
+    // Another token cap or another machine is another comparison: with mlx-lm at a cap of
+    // 512 tokens (and ollama's burst out), the best of the 256-token cells is llama.cpp's 95.
+    let mut steps = analysis::cells::summarize(&pass).unwrap();
+    step_of(&mut steps, "mlx-lm").max_tokens = 512;
+    let r = report::render_pass(&pass, &steps).unwrap();
+    let sustained = sustained_section(&r.markdown);
+    assert_eq!(sustained.matches('◆').count(), 1, "{sustained}");
+    assert!(row(sustained, "llama.cpp").contains('◆'), "{sustained}");
+    // vllm on another machine: llama.cpp is left with nothing to be compared with.
+    step_of(&mut steps, "vllm").machine = "elsewhere".to_owned();
+    let r = report::render_pass(&pass, &steps).unwrap();
+    assert_eq!(sustained_section(&r.markdown).matches('◆').count(), 0, "one comparable cell has no best: {}", r.markdown);
+}
+
+/// Every `href="#x"` in `html` has its `id="x"`; every Markdown `](#x)` its `<a id="x">`.
+fn assert_links_land(markdown: &str, html: &str) {
+    let targets = |text: &str, open: &str, close: char| -> Vec<String> {
+        text.split(open).skip(1).map(|rest| rest.split(close).next().unwrap().to_owned()).collect()
+    };
+    let html_links = targets(html, "href=\"#", '"');
+    assert!(!html_links.is_empty());
+    for id in html_links {
+        assert!(html.contains(&format!(" id=\"{id}\"")), "#{id} has no target");
+    }
+    let md_links = targets(markdown, "](#", ')');
+    assert!(!md_links.is_empty());
+    for id in md_links {
+        assert!(markdown.contains(&format!("<a id=\"{id}\"></a>")), "#{id} has no target in the Markdown");
+    }
+}
+
+#[test]
+fn each_note_mark_links_to_its_note_and_marks_are_sorted_without_repeats() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pass = harness::pass::read_pass(&root.join("data/passes/llama-cpp-mlx-lm-20261130-103145")).unwrap();
+    let r = report::render_pass(&pass, &analysis::cells::summarize(&pass).unwrap()).unwrap();
+    assert_links_land(&r.markdown, &r.html);
+    // The real pass's mlx-lm · benchpass-tiny cell has drift (5), cold-start (6) and the row's
+    // engine+build (3): they read 3,5,6, not in the order they were raised.
+    for marks in r.markdown.split("<sup>").skip(1).map(|s| s.split("</sup>").next().unwrap()) {
+        let numbers: Vec<u32> = marks.split(',').filter_map(|m| m.trim_start_matches('[').split(']').next()?.parse().ok()).collect();
+        let mut sorted = numbers.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(numbers, sorted, "marks out of order or repeated: {marks}");
+    }
+    assert!(r.markdown.contains("<sup>[3](#note-3),[5](#note-5),[6](#note-6)</sup>"), "{}", r.markdown);
+    // No note says the same thing twice.
+    let notes: Vec<&str> = r.markdown.split("## Notes").nth(1).unwrap().split("## ").next().unwrap().lines().filter(|l| l.starts_with("<a id=")).collect();
+    let texts: Vec<&str> = notes.iter().map(|l| l.split_once("` ").map_or(*l, |(_, t)| t)).collect();
+    for (i, t) in texts.iter().enumerate() {
+        assert!(!texts[..i].contains(t), "note {t} twice");
+    }
+}
+
+fn fixture_diff(tmp: &tempfile::TempDir) -> (analysis::diff::Diff, report::diff::Sides) {
+    let (a, b) = (fixture_pass("a.csv", "fx-a", tmp), fixture_pass("b.csv", "fx-b", tmp));
+    let (sa, sb) = (analysis::cells::summarize(&a).unwrap(), analysis::cells::summarize(&b).unwrap());
+    (analysis::diff::diff(&a, &sa, &b, &sb), report::diff::Sides::of(&a, &b))
+}
+
+#[test]
+fn the_diff_opens_with_its_counts_and_says_each_attribution_once_with_the_engine_versions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, sides) = fixture_diff(&tmp);
+    let summary = report::diff::summary(&d);
+    // The counts add up to the table's rows, and are those the CSV's verdicts give.
+    let csv = report::diff::to_csv(&d);
+    let verdicts: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(9).unwrap()).collect();
+    let mut total = 0;
+    for part in summary.split(", ") {
+        let (n, verdict) = part.split_once(' ').unwrap();
+        let n: usize = n.parse().unwrap();
+        assert_eq!(verdicts.iter().filter(|v| v.replace('-', " ") == verdict).count(), n, "{part} in {summary}");
+        total += n;
+    }
+    assert_eq!(total, d.rows.len());
+    // ollama's burst is the one incomparable row; A's prompt-matrix rows are gone in B.
+    assert_eq!(summary, "4 faster, 7 within noise, 1 incomparable, 6 gone");
+
+    let md = report::diff::to_markdown_with(&d, &sides).unwrap();
+    let html = report::diff::to_html_with(&d, &sides).unwrap();
+    assert!(md.starts_with(&format!("# What changed: fx-a → fx-b\n\n**{summary}.**\n")), "{md}");
+    assert!(html.contains(&format!("<h1>What changed: fx-a → fx-b</h1>\n<p class=\"summary\">{summary}.</p>")), "{html}");
+    // The engine versions beside the pass ids.
+    assert!(md.contains("A: fx-a (llama.cpp b5000, mlx-lm 0.20, vllm 0.6, ollama 0.5) →\nB: fx-b (llama.cpp b5100, mlx-lm 0.20, vllm 0.7, ollama 0.5)"), "{md}");
+    assert!(html.contains("A: fx-a (llama.cpp b5000, mlx-lm 0.20, vllm 0.6, ollama 0.5) → B: fx-b (llama.cpp b5100"), "{html}");
+    // vllm changed engine and weights: said once for its rows in each format.
+    let vllm_rows = d.rows.iter().filter(|r| r.engine == "vllm").count();
+    assert!(vllm_rows >= 2, "{vllm_rows}");
+    for text in [&md, &html] {
+        assert_eq!(text.matches("engine and weights both changed").count(), 1, "{text}");
+    }
+    assert_links_land(&md, &html);
+    // Without the passes, no versions line, the same table.
+    assert!(!report::diff::to_markdown(&d).unwrap().contains("A: fx-a ("));
+}
+
+#[test]
+fn on_a_phone_the_diff_shows_delta_and_verdict_first_and_provenance_wraps() {
+    let Some(browser) = chromium() else {
+        assert!(std::env::var_os("CI").is_none(), "Chromium is missing in CI");
+        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, sides) = fixture_diff(&tmp);
+    // A probe appended to the page measures the layout and writes it into the DOM, which
+    // --dump-dom then prints.
+    let probe = r#"<script>
+window.addEventListener('load', () => {
+  const out = [];
+  const row = document.querySelector('tr.row');
+  if (row) {
+    const box = (sel) => row.querySelector(sel).getBoundingClientRect();
+    const [verdict, delta, metric] = [box('td.verdict'), box('td.delta'), box('td[data-label=metric]')];
+    out.push('verdict-visible=' + (verdict.width > 0 && verdict.right <= window.innerWidth));
+    const before = (x) => x.top < metric.top || (x.top == metric.top && x.left < metric.left);
+    out.push('first=' + (before(delta) && before(verdict)));
+  }
+  out.push('page-fits=' + (document.documentElement.scrollWidth <= window.innerWidth));
+  for (const t of document.querySelectorAll('table.provenance')) out.push('provenance-fits=' + (t.scrollWidth <= t.parentElement.clientWidth));
+  const p = document.createElement('pre'); p.id = 'probe'; p.textContent = out.join(' '); document.body.appendChild(p);
+});
+</script>"#;
+    let page = |html: &str, name: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
+        format!("file://{}", path.display())
+    };
+    let diff_url = page(&report::diff::to_html_with(&d, &sides).unwrap(), "diff.html");
+    let dom = headless(browser, &["--window-size=412,2000", "--dump-dom", &diff_url]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let probe_out = dom.split("<pre id=\"probe\">").nth(1).unwrap_or_else(|| panic!("no probe output: {dom}"));
+    assert!(probe_out.starts_with("verdict-visible=true first=true page-fits=true"), "{probe_out}");
+
+    // The report's provenance: 64-hex hashes and long versions wrap instead of widening it.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pass = harness::pass::read_pass(&root.join("data/passes/llama-cpp-mlx-lm-20261130-103145")).unwrap();
+    let r = report::render_pass(&pass, &analysis::cells::summarize(&pass).unwrap()).unwrap();
+    let dom = headless(browser, &["--window-size=412,2000", "--dump-dom", &page(&r.html, "report.html")]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let probe_out = dom.split("<pre id=\"probe\">").nth(1).unwrap_or_default();
+    assert!(probe_out.contains("provenance-fits=true provenance-fits=true"), "{probe_out}");
+    assert!(!probe_out.contains("provenance-fits=false"), "{probe_out}");
+}
