@@ -5,6 +5,7 @@ mod agent_traces;
 mod bench;
 mod bench_false_calls;
 mod bench_leaderboard;
+mod bench_read;
 mod bench_report;
 mod check_targets;
 mod demo;
@@ -44,6 +45,8 @@ tasks:
                           read and summarise a synthetic corpus of N passes (default 10,000,
                           about 1.3 million runs) into one leaderboard CSV; time and peak memory
   bench report            render a 12-cell pass (figures, Markdown, HTML, charts), timed
+  bench read [--runs N]   peak memory of a report's and an export's read of one pass of N runs
+                          (default 20,000) with their events, old beside new
   bench false-calls [--pairs N]
                           diff N pairs (default 2,000) of unchanged 3-run passes of the reference
                           engine: false-call rate and band coverage with 95 % intervals
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         ["bench", "leaderboard", rest @ ..] => bench_leaderboard::run(rest),
         ["bench", "false-calls", rest @ ..] => bench_false_calls::run(rest),
         ["bench", "report", rest @ ..] => bench_report::run(rest),
+        ["bench", "read", rest @ ..] => bench_read::run(rest),
         ["check-targets", rest @ ..] => check_targets::run(rest),
         ["help" | "--help" | "-h"] | [] => {
             print!("{USAGE}");
