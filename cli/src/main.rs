@@ -258,10 +258,19 @@ struct RunArgs {
     #[arg(long, value_name = "JSON")]
     extra: Option<String>,
     /// Parallel streams; a comma-separated list sweeps them (`1,2,4,8`: every step at 1 stream,
-    /// then at 2, …), for the serving figures and the throughput–latency chart of the report.
-    #[arg(long, value_delimiter = ',', default_value = "1", value_name = "N[,N...]",
+    /// then at 2, …), for the serving figures and the throughput–latency chart of the report
+    /// [default: 1].
+    #[arg(long, value_delimiter = ',', value_name = "N[,N...]",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(harness::plan::file::MAX_CONCURRENCY)))]
     concurrency: Vec<u32>,
+    /// Send requests at this many a second, at seeded Poisson arrivals (as vLLM's `bench serve
+    /// --request-rate`), instead of keeping the streams busy; --concurrency then caps the
+    /// streams in flight [default cap: 4096]. For the serving figures of a server under load.
+    #[arg(long, value_name = "R", value_parser = parse_request_rate)]
+    request_rate: Option<f64>,
+    /// The seed of --request-rate's arrivals: the same seed, the same gaps.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "request_rate")]
+    arrival_seed: u64,
     /// Environment variable that holds the API key (the key is never written anywhere).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
@@ -847,7 +856,13 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         Some(model) => (model, false),
         None => (String::new(), true),
     };
-    let levels = harness::runner::sweep_levels(&args.concurrency)?;
+    let levels = match (args.concurrency.is_empty(), args.request_rate) {
+        (true, None) => vec![1],
+        // Arrivals at a rate: as many streams as the arrivals need, unless capped.
+        (true, Some(_)) => vec![harness::plan::file::MAX_CONCURRENCY],
+        (false, _) => harness::runner::sweep_levels(&args.concurrency)?,
+    };
+    anyhow::ensure!(args.request_rate.is_none() || levels.len() == 1, "--request-rate takes one --concurrency (the cap), not a sweep");
     let allow_failures = args.allow_failures;
     let shown = Shown { json: args.json, table: !matches!(args.progress, ProgressArg::Quiet) };
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
@@ -903,6 +918,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         concurrency: levels.iter().copied().max().unwrap_or(1),
         api_key_env: args.api_key_env,
         pick_model,
+        arrivals: args.request_rate.map(|rate| harness::runner::Arrivals { rate, seed: args.arrival_seed }),
         request: RequestConfig {
             api: match args.api {
                 ApiArg::Chat => Api::Chat,
@@ -990,6 +1006,14 @@ fn parse_timeout(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(s) if s > 0.0 && s <= max => Ok(s),
         _ => Err(format!("expected seconds above 0 and at most {max} (a day), found `{text}`")),
+    }
+}
+
+/// Requests a second for `--request-rate`: above 0 and at most 10,000.
+fn parse_request_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 10_000.0 => Ok(r),
+        _ => Err(format!("expected requests a second above 0 and at most 10000, found `{text}`")),
     }
 }
 

@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub api_key_env: Option<String>,
     /// `request.model` is to be picked: the one model the server lists (recorded as picked).
     pub pick_model: bool,
+    /// Requests at Poisson arrivals (`--request-rate`); `concurrency` then caps the streams.
+    pub arrivals: Option<Arrivals>,
     pub request: RequestConfig,
     pub out: Option<PathBuf>,
     pub pass_id: Option<String>,
@@ -240,6 +242,8 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
         steps,
         order: Order::Sequential,
         model_picked: false,
+        request_rate: None,
+        arrival_seed: None,
     }
 }
 
@@ -371,6 +375,38 @@ pub struct Target<'a> {
     /// off for cold prompts and the user did not set it, while an agent session is measured
     /// with the cache (docs/agent.md).
     pub agent_cache_prompt: bool,
+    /// Send requests at Poisson arrivals instead of keeping `concurrency` streams busy (then
+    /// `concurrency` caps the streams in flight).
+    pub arrivals: Option<Arrivals>,
+}
+
+/// Requests sent at seeded Poisson arrivals, as serving benchmarks do (vLLM `bench serve
+/// --request-rate`): the gaps between one request and the next are exponential with mean
+/// 1 / `rate` seconds, the same for the same seed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Arrivals {
+    /// Requests per second.
+    pub rate: f64,
+    pub seed: u64,
+}
+
+impl Arrivals {
+    /// When each of `n` requests is due, after the first at 0.
+    pub fn offsets(&self, n: usize) -> Vec<std::time::Duration> {
+        use rand::{Rng as _, SeedableRng as _};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
+        let mut at = 0.0f64;
+        (0..n)
+            .map(|i| {
+                if i > 0 {
+                    // Inverse transform: U in (0, 1] so that ln U is finite.
+                    let u: f64 = 1.0 - rng.random::<f64>();
+                    at += -u.ln() / self.rate;
+                }
+                std::time::Duration::from_secs_f64(at)
+            })
+            .collect()
+    }
 }
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
@@ -389,8 +425,25 @@ pub async fn run_jobs(
         // A chain runs its jobs one after another: a session's turns, or one job alone.
         let chains = phase.chunk_by(|a, b| a.session.is_some() && a.session == b.session);
         let streams = phase.first().and_then(|job| job.concurrency).unwrap_or(target.concurrency);
-        let mut runs = futures_util::stream::iter(chains)
-            .map(|chain| Box::pin(futures_util::stream::iter(chain).then(|job| run_one(target, job))))
+        // Each chain waits for its arrival, if requests arrive at a rate; else it starts as soon
+        // as a stream is free.
+        let due = match target.arrivals {
+            Some(arrivals) => arrivals.offsets(phase.chunk_by(|a, b| a.session.is_some() && a.session == b.session).count()),
+            None => Vec::new(),
+        };
+        let phase_start = tokio::time::Instant::now();
+        let mut runs = futures_util::stream::iter(chains.zip(0..))
+            .map(|(chain, i)| {
+                let at = due.get(i).map(|offset| phase_start + *offset);
+                Box::pin(
+                    futures_util::stream::once(async move {
+                        if let Some(at) = at {
+                            tokio::time::sleep_until(at).await;
+                        }
+                    })
+                    .flat_map(move |()| futures_util::stream::iter(chain).then(|job| run_one(target, job))),
+                )
+            })
             .flatten_unordered(streams as usize);
         loop {
             tokio::select! {
@@ -455,7 +508,12 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         request_extra: None,
         ignore_eos_logit_bias: None,
     }];
-    let params = RequestParams { model_picked: options.pick_model, ..request_params(&options.request, options.concurrency, options.steps.clone()) };
+    let params = RequestParams {
+        model_picked: options.pick_model,
+        request_rate: options.arrivals.map(|a| a.rate),
+        arrival_seed: options.arrivals.map(|a| a.seed),
+        ..request_params(&options.request, options.concurrency, options.steps.clone())
+    };
     let mut info = new_pass_info(pass_id, started_at, cells, params);
     let mut writer = PassWriter::create(&dir, &info)?;
 
@@ -476,6 +534,7 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         send_ignore_eos: true,
         // Nothing turned the cache off: the engine's own default holds.
         agent_cache_prompt: false,
+        arrivals: options.arrivals,
     };
     let mut summary = new_summary(&dir);
     // CPU from here on is the measuring itself (not hashing or prompt cutting).
@@ -763,4 +822,20 @@ async fn count_tokens(
     let p = estimate.count(context.http, prompt).await.ok();
     let c = estimate.count(context.http, &output).await.ok();
     (p, c, Some(TokenCountSource::Estimate))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn poisson_arrivals_are_seeded_and_their_mean_gap_is_one_over_the_rate() {
+        let arrivals = super::Arrivals { rate: 20.0, seed: 7 };
+        let offsets = arrivals.offsets(10_000);
+        assert_eq!(offsets, arrivals.offsets(10_000), "the same seed, the same gaps");
+        assert_eq!(offsets[0], std::time::Duration::ZERO);
+        assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+        // 9,999 exponential gaps of mean 50 ms: their mean is within 3 % of it (σ/√n ≈ 0.5 ms).
+        let mean = offsets[9_999].as_secs_f64() / 9_999.0;
+        assert!((mean / 0.05 - 1.0).abs() < 0.03, "{mean}");
+        assert_ne!(offsets, super::Arrivals { seed: 8, ..arrivals }.offsets(10_000));
+    }
 }

@@ -110,6 +110,7 @@ fn options(url: &str, dir: &std::path::Path, pass_id: &str) -> RunOptions {
         concurrency: 1,
         api_key_env: None,
         pick_model: false,
+        arrivals: None,
         request: RequestConfig {
             api: Api::Chat,
             model: "sim-model".to_owned(),

@@ -211,6 +211,7 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
         concurrency: 1,
         api_key_env: None,
         pick_model: false,
+        arrivals: None,
         request: RequestConfig {
             api: Api::Chat,
             model: profile.model.clone(),

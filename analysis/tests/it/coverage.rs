@@ -46,6 +46,7 @@ fn band_coverage_and_false_calls_on_the_reference_engine() {
             concurrency: 1,
             api_key_env: None,
             pick_model: false,
+            arrivals: None,
             request: RequestConfig {
                 api: Api::Chat,
                 model: "sim-model".to_owned(),

@@ -203,6 +203,7 @@ fn four_streams_on_the_reference_engine_give_the_schedule_s_figures() {
         concurrency: 4,
         api_key_env: None,
         pick_model: false,
+        arrivals: None,
         request: RequestConfig {
             api: Api::Chat,
             model: "sim-model".to_owned(),

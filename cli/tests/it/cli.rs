@@ -232,3 +232,22 @@ fn sim_help_gives_every_rate_its_default_and_an_import_says_what_machine_it_reco
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("no --machine NAME: the pass records machine `unknown`"), "{stderr}");
 }
+
+#[test]
+fn requests_at_a_rate_leave_at_their_seeded_poisson_arrivals() {
+    let sim = Sim::start(&["--decode-tps", "5000", "--prefill-tps", "1000000", "--base-latency-ms", "1"]);
+    let tmp = temp_dir();
+    let pass = run_pass(&sim, &pass_dir(&tmp), &["--request-rate", "20", "--arrival-seed", "3", "--runs", "12", "--max-tokens", "4"]);
+    let params = pass.info.request.as_ref().unwrap();
+    assert_eq!((params.request_rate, params.arrival_seed, params.concurrency), (Some(20.0), Some(3), 4096));
+    let due = harness::runner::Arrivals { rate: 20.0, seed: 3 }.offsets(12);
+    let mut starts: Vec<u64> = pass.runs.iter().map(|r| r.started_unix_ms).collect();
+    starts.sort();
+    for (i, (start, due)) in starts.iter().zip(&due).enumerate() {
+        // Wall-clock starts are whole milliseconds, and a task wakes a little after its instant.
+        let late_ms = (start - starts[0]) as f64 - due.as_secs_f64() * 1e3;
+        assert!((-2.0..25.0).contains(&late_ms), "request {i}: {late_ms} ms off its arrival");
+    }
+    let refused = benchpass(&["run", "--url", &sim.url, "--request-rate", "5", "--concurrency", "1,2"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--request-rate takes one --concurrency"));
+}

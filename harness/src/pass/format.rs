@@ -165,6 +165,12 @@ pub struct RequestParams {
     /// listed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub model_picked: bool,
+    /// Requests were sent at seeded Poisson arrivals of this many a second (`--request-rate`),
+    /// `concurrency` capping the streams in flight, rather than keeping `concurrency` busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_seed: Option<u64>,
 }
 
 /// How a plan's cells take turns.

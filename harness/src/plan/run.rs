@@ -448,6 +448,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             agent_cache_prompt: preset.request_extra.contains(&("cache_prompt", "false"))
                 && !spec.extra.contains_key("cache_prompt")
                 && base_request.extra.as_ref().is_none_or(|e| e.get("cache_prompt").is_none()),
+            // Plans keep their streams busy; arrivals at a rate are for `--url` runs.
+            arrivals: None,
         };
         let mut last_workload = None;
         for part in &visit.parts {

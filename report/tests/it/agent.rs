@@ -98,6 +98,7 @@ pub fn run_sim_pass(profile: SimProfile, steps: Vec<Step>, dir: &std::path::Path
         concurrency: 1,
         api_key_env: None,
         pick_model: false,
+        arrivals: None,
         request: RequestConfig {
             api: Api::Chat,
             model: profile.model.clone(),
