@@ -210,3 +210,19 @@ window.addEventListener('load', () => {
     assert!(probe_out.contains("provenance-fits=true provenance-fits=true"), "{probe_out}");
     assert!(!probe_out.contains("provenance-fits=false"), "{probe_out}");
 }
+
+#[test]
+fn chart_whiskers_have_caps_and_every_slot_holds_a_cell() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pass = harness::pass::read_pass(&root.join("data/passes/llama-cpp-mlx-lm-20261130-103145")).unwrap();
+    let r = report::render_pass(&pass, &analysis::cells::summarize(&pass).unwrap()).unwrap();
+    let chart = r.charts.iter().find(|c| c.file == "decode-by-cell.svg").unwrap();
+    // Four banded cells: a line and two caps each (a ±2 % band is an I, not a dot).
+    assert_eq!(chart.svg.matches(r#"stroke-width="2" points="#).count(), 4 * 3, "{}", chart.svg);
+    let cx: Vec<i32> = chart.svg.split("<circle cx=\"").skip(1).map(|s| s.split('"').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(cx.len(), 4);
+    let slot = cx[1] - cx[0];
+    assert!(cx.windows(2).all(|w| (w[1] - w[0] - slot).abs() <= 1), "{cx:?}");
+    // No room for a fifth, empty slot to the right of the last cell (760 px wide, 12 px margin).
+    assert!(cx[3] + slot / 2 <= 760 && cx[3] + slot > 760 - 12, "{cx:?}");
+}
