@@ -344,7 +344,7 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
     if let (Some(ra), Some(rb)) = (&a.info.request, &b.info.request) {
         let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
         let json = |v: &Option<serde_json::Value>| v.as_ref().map_or_else(|| "none".to_owned(), |v| v.to_string());
-        let params: [(&str, String, String); 8] = [
+        let params: [(&str, String, String); 10] = [
             ("api", ra.api.clone(), rb.api.clone()),
             ("temperature", ra.temperature.to_string(), rb.temperature.to_string()),
             ("seed", show(&ra.seed), show(&rb.seed)),
@@ -354,6 +354,9 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
             // More streams at once: TTFT includes queueing, decode shares the engine.
             ("concurrency", ra.concurrency.to_string(), rb.concurrency.to_string()),
             ("order", ra.order.as_str().to_owned(), rb.order.as_str().to_owned()),
+            // Arrivals at a rate load an engine otherwise than busy streams do.
+            ("request_rate", show(&ra.request_rate), show(&rb.request_rate)),
+            ("arrival_seed", show(&ra.arrival_seed), show(&rb.arrival_seed)),
         ];
         for (name, va, vb) in params {
             if va != vb {
