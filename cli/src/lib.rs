@@ -172,36 +172,33 @@ impl Format {
     }
 }
 
-/// What changed from the pass in `a` to the pass in `b`.
-pub fn diff(a: &Path, b: &Path, correction: analysis::diff::Correction) -> anyhow::Result<analysis::diff::Diff> {
-    let (a, b) = (load(a)?, load(b)?);
-    let (sa, sb) = (analysis::cells::summarize(&a)?, analysis::cells::summarize(&b)?);
-    Ok(analysis::diff::diff_with(&a, &sa, &b, &sb, correction))
+/// What changed from the pass in `a` to the pass in `b`, and the engine versions of each side.
+pub struct DiffOf {
+    pub diff: analysis::diff::Diff,
+    pub sides: report::diff::Sides,
 }
 
-/// A diff as `format`: Markdown, HTML or CSV (docs/leaderboard.md's columns).
-pub fn render_diff(d: &analysis::diff::Diff, format: Format) -> anyhow::Result<String> {
+/// What changed from the pass in `a` to the pass in `b`.
+pub fn diff(a: &Path, b: &Path, correction: analysis::diff::Correction) -> anyhow::Result<DiffOf> {
+    let (a, b) = (load(a)?, load(b)?);
+    let (sa, sb) = (analysis::cells::summarize(&a)?, analysis::cells::summarize(&b)?);
+    Ok(DiffOf { diff: analysis::diff::diff_with(&a, &sa, &b, &sb, correction), sides: report::diff::Sides::of(&a, &b) })
+}
+
+/// A diff as `format`: Markdown or HTML (opening with its summary and both sides' engine
+/// versions), or CSV (docs/leaderboard.md's columns).
+pub fn render_diff(d: &DiffOf, format: Format) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Markdown => report::diff::to_markdown(d)?,
-        Format::Html => report::diff::to_html(d)?,
-        Format::Csv => report::diff::to_csv(d),
+        Format::Markdown => report::diff::to_markdown_with(&d.diff, &d.sides)?,
+        Format::Html => report::diff::to_html_with(&d.diff, &d.sides)?,
+        Format::Csv => report::diff::to_csv(&d.diff),
         Format::Json => anyhow::bail!("a diff is Markdown, HTML or CSV"),
     })
 }
 
-/// One line that says what a diff found: `2 slower, 1 faster, 9 within noise, 1 incomparable`
-/// (verdicts with no row left out; `new` and `gone` cells counted too).
-pub fn diff_summary(d: &analysis::diff::Diff) -> String {
-    use analysis::diff::Verdict;
-    let order = [Verdict::Slower, Verdict::Faster, Verdict::WithinNoise, Verdict::Incomparable, Verdict::New, Verdict::Gone];
-    let parts: Vec<String> = order
-        .iter()
-        .filter_map(|&v| {
-            let n = d.rows.iter().filter(|r| r.verdict == v).count();
-            (n > 0).then(|| format!("{n} {}", v.as_str().replace('-', " ")))
-        })
-        .collect();
-    if parts.is_empty() { "no rows to compare".to_owned() } else { parts.join(", ") }
+/// One line that says what a diff found: `2 slower, 1 faster, 9 within noise, 1 incomparable`.
+pub fn diff_summary(d: &DiffOf) -> String {
+    report::diff::summary(&d.diff)
 }
 
 /// One leaderboard over the passes in `dirs`: CSV (docs/leaderboard.md's columns), Markdown

@@ -696,9 +696,10 @@ fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         CorrectionArg::None => analysis::diff::Correction::None,
         CorrectionArg::Holm => analysis::diff::Correction::Holm,
     };
-    let d = benchpass::diff(&args.a, &args.b, correction)?;
-    emit(&benchpass::render_diff(&d, format)?, args.out.as_deref())?;
-    eprintln!("{}", benchpass::diff_summary(&d));
+    let of = benchpass::diff(&args.a, &args.b, correction)?;
+    emit(&benchpass::render_diff(&of, format)?, args.out.as_deref())?;
+    eprintln!("{}", benchpass::diff_summary(&of));
+    let d = &of.diff;
     let engines = |rows: &[analysis::diff::DiffRow]| rows.iter().map(|r| r.engine.clone()).collect::<std::collections::BTreeSet<_>>();
     let matched: Vec<_> = d.rows.iter().filter(|r| !matches!(r.verdict, analysis::diff::Verdict::New | analysis::diff::Verdict::Gone)).cloned().collect();
     if matched.is_empty() && !d.rows.is_empty() {

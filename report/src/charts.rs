@@ -155,7 +155,9 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
 /// per cell and step: how many streams an engine serves before its first tokens come late.
 /// Drawn when some step was measured at two levels or more (a sweep).
 pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
-    let mut series: Vec<(String, Vec<(u32, f64, f64)>)> = Vec::new();
+    // Per line: its name, and (streams, output tok/s, median TTFT) per level.
+    type Curve = (String, Vec<(u32, f64, f64)>);
+    let mut series: Vec<Curve> = Vec::new();
     for step in steps {
         let Some(serving) = &step.serving else { continue };
         let (Some(tps), Some(ttft)) = (serving.output_tps, serving.ttft_ms.as_ref().map(|p| p.p50)) else { continue };

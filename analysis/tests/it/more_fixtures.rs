@@ -37,7 +37,7 @@ fn row<'a>(d: &'a Diff, engine: &str, metric: MetricKind) -> &'a DiffRow {
     d.rows.iter().find(|r| r.engine == engine && r.metric == metric).unwrap_or_else(|| panic!("no {engine} {metric:?}"))
 }
 
-fn detail<'a>(reasons: &'a [analysis::reasons::Reason], code: ReasonCode) -> Option<&'a str> {
+fn detail(reasons: &[analysis::reasons::Reason], code: ReasonCode) -> Option<&str> {
     reasons.iter().find(|r| r.code == code).map(|r| r.detail.as_str())
 }
 
