@@ -132,6 +132,7 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
                 "ttft_ms": metric(s.ttft.as_ref()),
                 "prefill_tps": metric(s.prefill.as_ref()),
                 "flags": s.reasons.iter().map(|r| r.code.as_str()).collect::<Vec<_>>(),
+                "serving": s.serving.as_ref().map(serving_json),
             })
         })
         .collect();
@@ -144,6 +145,22 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
         "steps": json_steps,
     });
     Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json })
+}
+
+/// A step's serving figures (docs/metrics.md, "Serving under concurrency"), latencies in ms.
+fn serving_json(s: &analysis::serving::Serving) -> serde_json::Value {
+    let percentiles = |p: Option<&analysis::serving::Percentiles>| {
+        p.map(|p| serde_json::json!({"p50": p.p50, "p90": p.p90, "p99": p.p99, "n": p.n}))
+    };
+    serde_json::json!({
+        "concurrency": s.concurrency,
+        "output_tps": s.output_tps,
+        "requests_per_s": s.requests_per_s,
+        "ttft_ms": percentiles(s.ttft_ms.as_ref()),
+        "itl_ms": percentiles(s.itl_ms.as_ref()),
+        "tpot_ms": percentiles(s.tpot_ms.as_ref()),
+        "e2e_ms": percentiles(s.e2e_ms.as_ref()),
+    })
 }
 
 /// A text format for a diff, a leaderboard or a quality table.

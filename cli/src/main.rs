@@ -636,9 +636,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Import(args) => {
             // Another tool's file does not say which machine it ran on; a runs CSV does.
-            if args.machine.is_none() && !matches!(args.format, ImportFormat::RunsCsv) {
-                eprintln!("note: no --machine NAME: the pass records machine `unknown`, and a diff against it says `machine` differs");
-            }
+            let machine_unknown = args.machine.is_none() && !matches!(args.format, ImportFormat::RunsCsv);
             let dirs = match args.format {
                 ImportFormat::RunsCsv => harness::pass::csv::import_runs(&args.csv, &args.out)?,
                 ImportFormat::LlamaBench => vec![harness::pass::llama_bench::import(harness::pass::llama_bench::LlamaBenchImport {
@@ -657,6 +655,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             for dir in dirs {
                 println!("{}", dir.display());
+            }
+            if machine_unknown {
+                eprintln!("note: no --machine NAME: the pass records machine `unknown`, and a diff against it says `machine` differs");
             }
             Ok(ExitCode::SUCCESS)
         }
