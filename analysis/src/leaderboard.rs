@@ -64,54 +64,16 @@ pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
             } else {
                 (String::new(), String::new())
             };
-            rows.push([
-                text(&step.pass_id),
-                text(&step.machine),
-                text(&step.engine),
-                text(&step.engine_version),
-                text(step.engine_sha256.as_deref().unwrap_or_default()),
-                text(&step.model),
-                text(step.build_sha256.as_deref().unwrap_or_default()),
-                text(&step.lane),
-                step.workload.as_str().to_owned(),
-                step.target_prompt_tokens.to_string(),
-                crate::serving::metric_name(kind.as_str(), concurrency),
-                kind.unit().to_owned(),
-                number(metric.median),
-                low,
-                high,
-                metric.values.len().to_string(),
-                step.n_short.to_string(),
-                flags.clone(),
-                step.token_count_source.clone(),
-            ]);
+            let name = crate::serving::metric_name(kind.as_str(), concurrency);
+            rows.push(row(step, name, kind.unit(), number(metric.median), (low, high), metric.values.len(), flags.clone()));
         }
         if let Some(serving) = &step.serving {
             for row in crate::serving::rows(serving) {
                 // A percentile that is only the slowest value says so beside the step's flags.
                 let flags = if row.tail_is_max { with_code(&flags, crate::serving::TAIL_IS_MAX) } else { flags.clone() };
-                rows.push([
-                    text(&step.pass_id),
-                    text(&step.machine),
-                    text(&step.engine),
-                    text(&step.engine_version),
-                    text(step.engine_sha256.as_deref().unwrap_or_default()),
-                    text(&step.model),
-                    text(step.build_sha256.as_deref().unwrap_or_default()),
-                    text(&step.lane),
-                    step.workload.as_str().to_owned(),
-                    step.target_prompt_tokens.to_string(),
-                    crate::serving::metric_name(&row.metric, serving.concurrency),
-                    row.unit.to_owned(),
-                    number(row.value),
-                    // A percentile or a ratio of sums has no noise band (docs/leaderboard.md).
-                    String::new(),
-                    String::new(),
-                    row.n.to_string(),
-                    step.n_short.to_string(),
-                    flags,
-                    step.token_count_source.clone(),
-                ]);
+                let name = crate::serving::metric_name(&row.metric, serving.concurrency);
+                // A percentile or a ratio of sums has no noise band (docs/leaderboard.md).
+                rows.push(self::row(step, name, row.unit, number(row.value), (String::new(), String::new()), row.n, flags));
             }
         }
     }
@@ -125,6 +87,32 @@ fn with_code(flags: &str, code: &str) -> String {
     } else {
         format!("{flags};{code}")
     }
+}
+
+/// One row of `step`: its provenance columns, then one figure (`value` already formatted, its
+/// band's two ends or two empty fields, the values it was taken over) and the flags.
+fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String, String), n: usize, flags: String) -> [String; 19] {
+    [
+        text(&step.pass_id),
+        text(&step.machine),
+        text(&step.engine),
+        text(&step.engine_version),
+        text(step.engine_sha256.as_deref().unwrap_or_default()),
+        text(&step.model),
+        text(step.build_sha256.as_deref().unwrap_or_default()),
+        text(&step.lane),
+        step.workload.as_str().to_owned(),
+        step.target_prompt_tokens.to_string(),
+        metric,
+        unit.to_owned(),
+        value,
+        band.0,
+        band.1,
+        n.to_string(),
+        step.n_short.to_string(),
+        flags,
+        step.token_count_source.clone(),
+    ]
 }
 
 /// A text cell from an engine, a user or a file (names, versions, ids, hashes, lanes): one
