@@ -44,6 +44,45 @@ pub struct RunOptions {
     pub progress: crate::progress::ProgressMode,
 }
 
+impl RunOptions {
+    /// A pass of `steps` against the server at `url`, asking for `model`, with the command
+    /// line's defaults: engine `openai-compatible`, lane `text`, one stream, the chat API at
+    /// temperature 0, a first-token timeout of 600 s and an idle timeout of 60 s, nothing hashed,
+    /// no progress shown, the folder and pass id chosen by `run_pass`. Callers change what they
+    /// need.
+    pub fn new(url: &str, model: &str, steps: Vec<Step>) -> RunOptions {
+        RunOptions {
+            url: url.to_owned(),
+            engine: "openai-compatible".to_owned(),
+            engine_version: None,
+            engine_path: None,
+            weights: None,
+            hash_cache: None,
+            lane: "text".to_owned(),
+            family: None,
+            steps,
+            concurrency: 1,
+            api_key_env: None,
+            pick_model: false,
+            arrivals: None,
+            request: RequestConfig {
+                api: crate::client::Api::Chat,
+                model: model.to_owned(),
+                temperature: 0.0,
+                seed: None,
+                ignore_eos: false,
+                min_tokens: None,
+                extra: None,
+                first_token_timeout: std::time::Duration::from_secs(600),
+                idle_timeout: std::time::Duration::from_secs(60),
+            },
+            out: None,
+            pass_id: None,
+            progress: crate::progress::ProgressMode::Quiet,
+        }
+    }
+}
+
 /// What a finished (or interrupted) pass amounted to.
 #[derive(Debug, Clone)]
 pub struct PassSummary {

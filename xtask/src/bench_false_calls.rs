@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use analysis::cells::{summarize, MetricKind};
 use analysis::diff::{diff, Verdict};
 use anyhow::Context as _;
-use harness::client::{Api, RequestConfig};
 use harness::pass::{read_pass, Step, Workload};
-use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
 use harness::sim::SimProfile;
 
@@ -86,46 +84,16 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
 }
 
 fn options(url: &str, dir: &std::path::Path, pass_id: &str) -> RunOptions {
-    RunOptions {
-        url: url.to_owned(),
-        engine: "sim".to_owned(),
-        engine_version: Some("1".to_owned()),
-        engine_path: None,
-        weights: None,
-        hash_cache: None,
-        lane: "text".to_owned(),
-        family: None,
-        // 51 tokens at ~1000 tok/s: 50 ms of decode a run, as in the suite's coverage test.
-        steps: vec![Step {
-            workload: Workload::Sustained,
-            target_prompt_tokens: 0,
-            max_tokens: 51,
-            warmup: 0,
-            runs: RUNS,
-            ignore_eos: false,
-            duration_s: None,
-            top_logprobs: None,
-            concurrency: None,
-        }],
-        concurrency: 1,
-        api_key_env: None,
-        pick_model: false,
-        arrivals: None,
-        request: RequestConfig {
-            api: Api::Chat,
-            model: "sim-model".to_owned(),
-            temperature: 0.0,
-            seed: None,
-            ignore_eos: false,
-            min_tokens: None,
-            extra: None,
-            first_token_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(10),
-        },
-        out: Some(dir.to_owned()),
-        pass_id: Some(pass_id.to_owned()),
-        progress: ProgressMode::Quiet,
-    }
+    // 51 tokens at ~1000 tok/s: 50 ms of decode a run, as in the suite's coverage test.
+    let step = Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 51, warmup: 0, runs: RUNS, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
+    let mut options = RunOptions::new(url, "sim-model", vec![step]);
+    options.engine = "sim".to_owned();
+    options.engine_version = Some("1".to_owned());
+    options.request.first_token_timeout = Duration::from_secs(10);
+    options.request.idle_timeout = Duration::from_secs(10);
+    options.out = Some(dir.to_owned());
+    options.pass_id = Some(pass_id.to_owned());
+    options
 }
 
 /// The noise model alone: 3 rates a side drawn as the reference engine draws them, judged as a

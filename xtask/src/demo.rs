@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use std::time::Duration;
 
-use harness::client::{Api, RequestConfig};
 use harness::pass::{Step, Workload};
 use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
@@ -190,43 +189,22 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
     let pass_id = format!("demo-{}", stamp());
     let pass_dir = out.as_ref().map_or_else(|| root.join("data/passes").join(&pass_id), |dir| dir.join("pass"));
     let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
-    let options = RunOptions {
-        url,
-        engine: "benchpass-sim".to_owned(),
-        engine_version: None,
-        engine_path: None,
-        weights: None,
-        hash_cache: None,
-        lane: "text".to_owned(),
-        family: None,
-        steps: vec![
-            Step { warmup: 1, ..step(Workload::Sustained, 0, 3) },
-            step(Workload::PromptMatrix, 128, 3),
-            step(Workload::PromptMatrix, 2048, 2),
-            step(Workload::PromptMatrix, 8192, 1),
-            // One session of the first shipped trace (11 turns up to about 8.6k tokens), each
-            // reply capped at 8 tokens: about 4 seconds, most of them prefill.
-            Step { max_tokens: 8, ..step(Workload::Agent, 0, 1) },
-        ],
-        concurrency: 1,
-        api_key_env: None,
-        pick_model: false,
-        arrivals: None,
-        request: RequestConfig {
-            api: Api::Chat,
-            model: profile.model.clone(),
-            temperature: 0.0,
-            seed: None,
-            ignore_eos: false,
-            min_tokens: None,
-            extra: None,
-            first_token_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(30),
-        },
-        out: Some(pass_dir.clone()),
-        pass_id: Some(pass_id.clone()),
-        progress: ProgressMode::Auto,
-    };
+    let steps = vec![
+        Step { warmup: 1, ..step(Workload::Sustained, 0, 3) },
+        step(Workload::PromptMatrix, 128, 3),
+        step(Workload::PromptMatrix, 2048, 2),
+        step(Workload::PromptMatrix, 8192, 1),
+        // One session of the first shipped trace (11 turns up to about 8.6k tokens), each
+        // reply capped at 8 tokens: about 4 seconds, most of them prefill.
+        Step { max_tokens: 8, ..step(Workload::Agent, 0, 1) },
+    ];
+    let mut options = RunOptions::new(&url, &profile.model, steps);
+    options.engine = "benchpass-sim".to_owned();
+    options.request.first_token_timeout = Duration::from_secs(60);
+    options.request.idle_timeout = Duration::from_secs(30);
+    options.out = Some(pass_dir.clone());
+    options.pass_id = Some(pass_id.clone());
+    options.progress = ProgressMode::Auto;
     let summary = runtime.block_on(run_pass(options))?;
 
     finish(&summary.dir, out.as_ref())

@@ -9,9 +9,7 @@ use std::time::Duration;
 use analysis::cells::summarize;
 use analysis::diff::{diff, Verdict};
 use analysis::cells::MetricKind;
-use harness::client::{Api, RequestConfig};
 use harness::pass::{read_pass, Step, Workload};
-use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
 use harness::sim::SimProfile;
 
@@ -32,36 +30,15 @@ fn band_coverage_and_false_calls_on_the_reference_engine() {
     let mut passes = Vec::new();
     for i in 0..n_passes {
         let dir = tmp.path().join(format!("p{i}"));
-        let options = RunOptions {
-            url: url.clone(),
-            engine: "sim".to_owned(),
-            engine_version: Some("1".to_owned()),
-            engine_path: None,
-            weights: None,
-            hash_cache: None,
-            lane: "text".to_owned(),
-            family: None,
-            // 51 tokens at ~1000 tok/s: 50 ms of decode a run.
-            steps: vec![Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 51, warmup: 0, runs: 3, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None }],
-            concurrency: 1,
-            api_key_env: None,
-            pick_model: false,
-            arrivals: None,
-            request: RequestConfig {
-                api: Api::Chat,
-                model: "sim-model".to_owned(),
-                temperature: 0.0,
-                seed: None,
-                ignore_eos: false,
-                min_tokens: None,
-                extra: None,
-                first_token_timeout: Duration::from_secs(10),
-                idle_timeout: Duration::from_secs(10),
-            },
-            out: Some(dir.clone()),
-            pass_id: Some(format!("p{i}")),
-            progress: ProgressMode::Quiet,
-        };
+        // 51 tokens at ~1000 tok/s: 50 ms of decode a run.
+        let step = Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 51, warmup: 0, runs: 3, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
+        let mut options = RunOptions::new(&url, "sim-model", vec![step]);
+        options.engine = "sim".to_owned();
+        options.engine_version = Some("1".to_owned());
+        options.request.first_token_timeout = Duration::from_secs(10);
+        options.request.idle_timeout = Duration::from_secs(10);
+        options.out = Some(dir.clone());
+        options.pass_id = Some(format!("p{i}"));
         runtime.block_on(run_pass(options)).unwrap();
         let pass = read_pass(&dir).unwrap();
         let steps = summarize(&pass).unwrap();

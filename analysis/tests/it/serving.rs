@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use analysis::cells::summarize;
 use analysis::serving::{figures, Latency};
-use harness::client::{Api, RequestConfig};
 use harness::pass::*;
-use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
 use harness::sim::SimProfile;
 
@@ -190,35 +188,14 @@ fn four_streams_on_the_reference_engine_give_the_schedule_s_figures() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c4");
     let step = Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 64, warmup: 1, runs: 8, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
-    let options = RunOptions {
-        url,
-        engine: "sim".to_owned(),
-        engine_version: Some("1".to_owned()),
-        engine_path: None,
-        weights: None,
-        hash_cache: None,
-        lane: "text".to_owned(),
-        family: None,
-        steps: vec![step],
-        concurrency: 4,
-        api_key_env: None,
-        pick_model: false,
-        arrivals: None,
-        request: RequestConfig {
-            api: Api::Chat,
-            model: "sim-model".to_owned(),
-            temperature: 0.0,
-            seed: None,
-            ignore_eos: false,
-            min_tokens: None,
-            extra: None,
-            first_token_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(10),
-        },
-        out: Some(dir.clone()),
-        pass_id: Some("c4".to_owned()),
-        progress: ProgressMode::Quiet,
-    };
+    let mut options = RunOptions::new(&url, "sim-model", vec![step]);
+    options.engine = "sim".to_owned();
+    options.engine_version = Some("1".to_owned());
+    options.concurrency = 4;
+    options.request.first_token_timeout = Duration::from_secs(10);
+    options.request.idle_timeout = Duration::from_secs(10);
+    options.out = Some(dir.clone());
+    options.pass_id = Some("c4".to_owned());
     runtime.block_on(run_pass(options)).unwrap();
     let pass = read_pass(&dir).unwrap();
     let steps = summarize(&pass).unwrap();

@@ -7,9 +7,8 @@
 
 use std::time::Duration;
 
-use harness::client::{Api, Prompt, RequestConfig};
+use harness::client::Prompt;
 use harness::pass::{read_pass, Step, Workload};
-use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
 use harness::sim::SimProfile;
 use harness::tokens::reference_tokens;
@@ -85,35 +84,12 @@ pub fn run_sim_pass(profile: SimProfile, steps: Vec<Step>, dir: &std::path::Path
     let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     runtime.spawn(harness::sim::serve(profile.clone(), listener));
-    let options = RunOptions {
-        url,
-        engine: "benchpass-sim".to_owned(),
-        engine_version: None,
-        engine_path: None,
-        weights: None,
-        hash_cache: None,
-        lane: "text".to_owned(),
-        family: None,
-        steps,
-        concurrency: 1,
-        api_key_env: None,
-        pick_model: false,
-        arrivals: None,
-        request: RequestConfig {
-            api: Api::Chat,
-            model: profile.model.clone(),
-            temperature: 0.0,
-            seed: None,
-            ignore_eos: false,
-            min_tokens: None,
-            extra: None,
-            first_token_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(30),
-        },
-        out: Some(dir.to_owned()),
-        pass_id: Some(pass_id.to_owned()),
-        progress: ProgressMode::Quiet,
-    };
+    let mut options = RunOptions::new(&url, &profile.model, steps);
+    options.engine = "benchpass-sim".to_owned();
+    options.request.first_token_timeout = Duration::from_secs(60);
+    options.request.idle_timeout = Duration::from_secs(30);
+    options.out = Some(dir.to_owned());
+    options.pass_id = Some(pass_id.to_owned());
     let summary = runtime.block_on(run_pass(options)).unwrap();
     read_pass(&summary.dir).unwrap()
 }
