@@ -59,6 +59,35 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
             crate::md_marks(marks),
         );
     }
+    // Steps whose streams ran side by side: what a serving benchmark reports, one line each.
+    let serving: Vec<String> = steps
+        .iter()
+        .filter_map(|step| {
+            let s = step.serving.as_ref()?;
+            let p = |l: Option<&analysis::serving::Percentiles>| l.map_or("–".to_owned(), |p| format!("{:.1}/{:.1}/{:.1}", p.p50, p.p90, p.p99));
+            let rate = |v: Option<f64>, digits: usize| v.map_or("–".to_owned(), |v| format!("{v:.digits$}"));
+            Some(format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                md(&step.engine),
+                md(&step.model),
+                step.workload.as_str(),
+                s.concurrency,
+                rate(s.output_tps, 1),
+                rate(s.requests_per_s, 2),
+                p(s.ttft_ms.as_ref()),
+                p(s.itl_ms.as_ref()),
+                p(s.e2e_ms.as_ref()),
+            ))
+        })
+        .collect();
+    if !serving.is_empty() {
+        out.push_str("\n| engine | model | workload | streams | output tok/s | req/s | TTFT p50/p90/p99 ms | ITL p50/p90/p99 ms | E2E p50/p90/p99 ms |\n");
+        out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+        for line in serving {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     let _ = writeln!(
         out,
         "\nEach band runs from the slowest to the fastest run, at least a 2 % floor each side (`±x%`, or \

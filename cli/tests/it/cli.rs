@@ -251,3 +251,15 @@ fn requests_at_a_rate_leave_at_their_seeded_poisson_arrivals() {
     let refused = benchpass(&["run", "--url", &sim.url, "--request-rate", "5", "--concurrency", "1,2"]);
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--request-rate takes one --concurrency"));
 }
+
+#[test]
+fn a_run_at_several_streams_ends_with_its_serving_figures() {
+    let sim = Sim::start(&["--decode-tps", "2000", "--prefill-tps", "100000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let output = benchpass(&["run", "--url", &sim.url, "--concurrency", "2", "--runs", "4", "--max-tokens", "8", "--progress", "plain", "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("| streams | output tok/s | req/s | TTFT p50/p90/p99 ms |"), "{stderr}");
+    assert!(stderr.contains("| openai-compatible | sim-model | sustained | 2 |"), "{stderr}");
+}
