@@ -263,3 +263,23 @@ fn a_run_at_several_streams_ends_with_its_serving_figures() {
     assert!(stderr.contains("| streams | output tok/s | req/s | TTFT p50/p90/p99 ms |"), "{stderr}");
     assert!(stderr.contains("| openai-compatible | sim-model | sustained | 2 |"), "{stderr}");
 }
+
+#[test]
+fn plan_check_names_every_unknown_key_and_then_every_other_problem() {
+    let tmp = temp_dir();
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "name = \"x\"\ncolour = \"blue\"\n\n[[engines]]\nname = \"e\"\nurl = \"http://127.0.0.1:9\"\npreset = \"no-such-preset\"\nspeed = 3\n\n\
+         [[models]]\nname = \"m\"\n\n[[cells]]\nengine = \"e\"\nmodel = \"m\"\n\n[[workloads]]\nkind = \"sustained\"\n",
+    )
+    .unwrap();
+    let output = benchpass(&["plan", "check", plan.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr.contains("3 problems in the plan:"), "{stderr}");
+    // Each with its own line: the two unknown keys, then what the checks found with them set aside.
+    assert!(stderr.contains("plan.toml:2: unknown field `colour`"), "{stderr}");
+    assert!(stderr.contains("plan.toml:8: unknown field `speed`"), "{stderr}");
+    assert!(stderr.contains("plan.toml:7: no engine preset `no-such-preset`"), "{stderr}");
+}

@@ -264,14 +264,28 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         vec![PlanError { path: path.to_owned(), line: 0, message: format!("cannot read the plan: {e}"), hint: None }]
     })?;
-    let file: PlanFile = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map_or(1, |s| line_of(&text, s.start));
-        let message = e.message().trim().to_owned();
-        let hint = message.contains("unknown field").then(|| "docs/plans.md lists every key a plan may have".to_owned());
-        vec![PlanError { path: path.to_owned(), line, message, hint }]
-    })?;
-    let base = path.parent().unwrap_or(Path::new("."));
+    // The parser stops at the first unknown key: each is reported, its line blanked out (so
+    // every offset and line number stays), and the plan read again, so that one `plan check`
+    // names every unknown key and then every problem of the checks below.
     let mut errors = Vec::new();
+    let mut readable = text.clone();
+    let file: PlanFile = loop {
+        match toml::from_str(&readable) {
+            Ok(file) => break file,
+            Err(e) => {
+                let line = e.span().map_or(1, |s| line_of(&text, s.start));
+                let message = e.message().trim().to_owned();
+                let unknown = message.contains("unknown field");
+                let hint = unknown.then(|| "docs/plans.md lists every key a plan may have".to_owned());
+                errors.push(PlanError { path: path.to_owned(), line, message, hint });
+                match e.span().filter(|_| unknown && errors.len() < MAX_UNKNOWN_KEYS) {
+                    Some(span) if blank_line_at(&mut readable, span.start) => continue,
+                    _ => return Err(errors),
+                }
+            }
+        }
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
     let mut error = |span: std::ops::Range<usize>, message: String, hint: Option<String>| {
         errors.push(PlanError { path: path.to_owned(), line: line_of(&text, span.start), message, hint });
     };
@@ -540,6 +554,22 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     } else {
         Err(errors)
     }
+}
+
+/// Unknown keys named before `plan check` gives up on the rest of a file.
+const MAX_UNKNOWN_KEYS: usize = 32;
+
+/// Replaces the line holding byte `at` of `text` with spaces, keeping every byte offset and line
+/// number; false when there is nothing left to blank (the key's line already is).
+fn blank_line_at(text: &mut String, at: usize) -> bool {
+    let start = text[..at.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    if text[start..end].trim().is_empty() {
+        return false;
+    }
+    let blank = " ".repeat(text[start..end].len());
+    text.replace_range(start..end, &blank);
+    true
 }
 
 /// Bounds on a plan's counts: far beyond any real benchmark (a million-token prompt, ten
