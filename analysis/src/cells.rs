@@ -392,6 +392,24 @@ fn metric(kind: MetricKind, (median, values): (Option<f64>, Vec<f64>)) -> Option
     Some(Metric { kind, median, band: band(&values, median, 0.0), values })
 }
 
+/// Accepted over drafted tokens, summed over the runs; for an engine that only logs a ratio per
+/// run (oMLX), the median of the successful runs' ratios.
+fn spec_acceptance((drafted, accepted): (u64, u64), group: &[&RunFacts]) -> Option<f64> {
+    if drafted > 0 {
+        return Some(accepted as f64 / drafted as f64);
+    }
+    let logged: Vec<f64> = group.iter().filter(|f| !f.failed).filter_map(|f| f.logged_draft_acceptance).collect();
+    crate::summary::median(&logged)
+}
+
+/// The engine's name, when the group's step asked to run past EOS and the engine's preset has no
+/// way to (`past_eos = unsupported`): its short stops are the engine's EOS, not a fault.
+fn cannot_be_held_to_cap<'a>(pass: &Pass, info: Option<&'a harness::pass::CellInfo>, g: &Group) -> Option<&'a str> {
+    let info = info.filter(|c| c.past_eos == Some(harness::plan::presets::IgnoreEos::Unsupported))?;
+    let asked = pass.info.request.as_ref()?.steps.iter().any(|s| s.workload == g.workload && s.target_prompt_tokens == g.target && s.ignore_eos);
+    asked.then_some(info.engine.name.as_str())
+}
+
 fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> CellStep {
     let info = pass.cell(&g.cell);
     let text = |get: fn(&harness::pass::CellInfo) -> String| info.map(get).unwrap_or_default();
@@ -401,15 +419,19 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         reasons.push(Reason::new(ReasonCode::Errors, format!("{} of {} runs failed", g.n_failed, g.n)));
     }
     // Decode from runs that reached their cap; only when none did, from the short ones, marked.
+    let why_short = match cannot_be_held_to_cap(pass, info, &g) {
+        Some(engine) => format!(": {engine} has no way past EOS, so it cannot be held to its token cap"),
+        None => String::new(),
+    };
     let decode = if !g.decode_full.1.is_empty() {
         if g.n_short > 0 {
-            let detail = format!("{} of {} runs stopped early and are left out of the decode median", g.n_short, g.n);
+            let detail = format!("{} of {} runs stopped early and are left out of the decode median{why_short}", g.n_short, g.n);
             reasons.push(Reason::new(ReasonCode::ShortStop, detail));
         }
         metric(MetricKind::DecodeTps, g.decode_full)
     } else {
         if g.n_short > 0 {
-            let detail = format!("all {} successful runs stopped before {} tokens", g.n_short, g.max_tokens);
+            let detail = format!("all {} successful runs stopped before {} tokens{why_short}", g.n_short, g.max_tokens);
             reasons.push(Reason::new(ReasonCode::ShortStop, detail));
         }
         metric(MetricKind::DecodeTps, g.decode_short)
@@ -536,7 +558,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         prefill: metric(MetricKind::PrefillTps, g.prefill),
         prompt_tokens,
         token_count_source: sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("+"),
-        spec_acceptance: (g.draft_n > 0).then(|| g.draft_accepted as f64 / g.draft_n as f64),
+        spec_acceptance: spec_acceptance((g.draft_n, g.draft_accepted), &group),
         row_prompt_tokens: None,
         ttft_cold: None,
         agent: None,

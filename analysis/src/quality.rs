@@ -527,6 +527,8 @@ mod tests {
             restarted_on_resume: false,
             request_extra: None,
             ignore_eos_logit_bias: None,
+            past_eos: None,
+            cache_flush: None,
         }
     }
 

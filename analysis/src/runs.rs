@@ -28,6 +28,8 @@ pub struct RunFacts {
     /// Speculative decoding: draft tokens proposed and accepted (llama.cpp `timings`).
     pub draft_n: Option<u64>,
     pub draft_n_accepted: Option<u64>,
+    /// Draft acceptance as the engine's log gave it (a ratio, no counts: oMLX).
+    pub logged_draft_acceptance: Option<f64>,
     pub server_peak_rss_bytes: Option<u64>,
     /// The server's own decode rate (llama.cpp `timings.predicted_per_second`).
     pub server_decode_tps: Option<f64>,
@@ -117,6 +119,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 output_sha256,
                 draft_n: timing("draft_n").or(drafts.map(|(n, _)| n)),
                 draft_n_accepted: timing("draft_n_accepted").or(drafts.map(|(_, a)| a)),
+                logged_draft_acceptance: run.logged_draft_acceptance,
                 server_peak_rss_bytes: run.server_peak_rss_bytes,
                 thermal_pressure: run.thermal_pressure,
                 server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),

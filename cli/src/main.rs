@@ -411,7 +411,8 @@ struct SimArgs {
     leak_bytes_per_request: Option<u64>,
     /// Keep the prompts served and charge prefill only for tokens past the longest common
     /// prefix with any of them (reported as usage prompt_tokens_details.cached_tokens, and
-    /// timings.cache_n with --timings); docs/agent.md.
+    /// timings.cache_n with --timings); `/flush_cache` (SGLang's) and `/reset_prefix_cache`
+    /// (vLLM's) empty it; docs/agent.md.
     #[arg(long)]
     prefix_cache: bool,
     /// Requests that ask for logprobs are answered by the sim's seeded language model (greedy,
@@ -419,6 +420,11 @@ struct SimArgs {
     /// that a test knows the true KL from the unperturbed model [default: 0]; docs/quality.md.
     #[arg(long, value_name = "S")]
     perturb: Option<f64>,
+    /// After each streamed reply, write oMLX's DFlash line (`… acceptance=73.2%, cycles=…`)
+    /// with this draft acceptance (0 to 1) to stderr, as oMLX logs it: for the `omlx` preset's
+    /// log reading (docs/plans.md, Engine counters).
+    #[arg(long, value_name = "FRACTION")]
+    log_draft_acceptance: Option<f64>,
 }
 
 /// The passes under a folder, newest first: start time, status, runs, engines × models.
@@ -509,7 +515,7 @@ fn main() -> ExitCode {
 fn presets_text(preset: &serde_json::Value) -> String {
     let mut out = format!("{}\n", preset["name"].as_str().unwrap_or_default());
     let assumed: Vec<&str> = preset["assumed"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
-    for key in ["health_path", "loads_lazily", "version", "kv_cache_dirs", "metrics_path", "request_extra", "ignore_eos", "draft_counters"] {
+    for key in ["health_path", "loads_lazily", "version", "kv_cache_dirs", "metrics_path", "request_extra", "ignore_eos", "draft_counters", "cache_flush"] {
         let value = &preset[key];
         let shown = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
         let mark = if assumed.contains(&key) { "  (assumed: not verified in the engine's source)" } else { "" };
@@ -1051,6 +1057,9 @@ fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     set!(model, base_latency_ms, prefill_tps, decode_tps, tokens_per_event, reasoning_tokens, jitter, seed, fail_status, fault_after_tokens, loading_s, leak_bytes_per_request, perturb);
     if args.fault.is_some() {
         profile.fault = args.fault;
+    }
+    if args.log_draft_acceptance.is_some() {
+        profile.log_draft_acceptance = args.log_draft_acceptance;
     }
     if args.eos_after.is_some() {
         profile.eos_after = args.eos_after;

@@ -7,6 +7,7 @@
 
 pub mod client;
 pub mod corpus;
+pub mod engine_log;
 pub mod installs;
 pub mod memory;
 pub mod metrics;

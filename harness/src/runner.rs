@@ -403,6 +403,9 @@ pub struct Target<'a> {
     pub memory: Option<&'a crate::memory::MemorySampler>,
     /// The engine's Prometheus endpoint, scraped around each run when streams run one at a time.
     pub metrics_url: Option<String>,
+    /// The engine's log, where it writes draft acceptance and nowhere else (oMLX): read around
+    /// each run when streams run one at a time.
+    pub draft_log: Option<crate::engine_log::LogWatch>,
     /// Fed as tokens arrive, for the progress display's live rate.
     pub live: Option<&'a Arc<crate::progress::Live>>,
     /// Merged into `logit_bias` for jobs that ignore EOS, where the engine has no `ignore_eos`.
@@ -546,6 +549,8 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         restarted_on_resume: false,
         request_extra: None,
         ignore_eos_logit_bias: None,
+        past_eos: None,
+        cache_flush: None,
     }];
     let params = RequestParams {
         model_picked: options.pick_model,
@@ -568,6 +573,7 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         concurrency: options.concurrency,
         memory: sampler.as_deref(),
         metrics_url: None,
+        draft_log: None,
         live: Some(progress.live()),
         ignore_eos_logit_bias: None,
         send_ignore_eos: true,
@@ -770,6 +776,8 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         Some(url) => crate::prometheus::scrape(target.http, url).await,
         None => None,
     };
+    let draft_log = target.draft_log.as_ref().filter(|_| concurrency == 1);
+    let log_before = draft_log.and_then(crate::engine_log::LogWatch::offset);
     if let Some(live) = target.live {
         live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep, job.turn)));
     }
@@ -780,6 +788,10 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
     let server_counters = match (metrics_url, &counters_before) {
         (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),
+        _ => None,
+    };
+    let logged_draft_acceptance = match (draft_log, log_before) {
+        (Some(log), Some(offset)) => log.acceptance_since(offset),
         _ => None,
     };
     if let Some(wait) = outcome.retry_after.filter(|_| matches!(outcome.http_status, Some(429 | 503))) {
@@ -813,6 +825,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         server_peak_rss_bytes,
         server_counters,
         thermal_pressure: thermal_before.max(thermal_after),
+        logged_draft_acceptance,
         usage: outcome.usage,
         timings: outcome.timings,
         session: job.session,

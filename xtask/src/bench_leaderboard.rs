@@ -91,6 +91,8 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
                 restarted_on_resume: false,
                 request_extra: None,
                 ignore_eos_logit_bias: None,
+                past_eos: None,
+                cache_flush: None,
             })
             .collect();
         let info = PassInfo {

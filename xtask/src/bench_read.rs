@@ -122,6 +122,8 @@ fn generate(dir: &PathBuf, n_runs: usize) -> anyhow::Result<()> {
             restarted_on_resume: false,
             request_extra: None,
             ignore_eos_logit_bias: None,
+            past_eos: None,
+            cache_flush: None,
         })
         .collect();
     let info = PassInfo {

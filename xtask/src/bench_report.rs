@@ -54,6 +54,8 @@ fn twelve_cell_pass() -> Pass {
                 restarted_on_resume: false,
                 request_extra: None,
                 ignore_eos_logit_bias: None,
+                past_eos: None,
+                cache_flush: None,
             });
         }
     }

@@ -106,6 +106,8 @@ fn pass(runs: Vec<RunRecord>) -> Pass {
         restarted_on_resume: false,
         request_extra: None,
         ignore_eos_logit_bias: None,
+        past_eos: None,
+        cache_flush: None,
     };
     let info = PassInfo {
         schema_version: SCHEMA_VERSION,

@@ -6,6 +6,7 @@ mod support;
 
 mod agent;
 mod cache_clear;
+mod cache_flush;
 mod cli;
 mod csv_io;
 mod faults;
@@ -16,6 +17,7 @@ mod hostile_numbers;
 mod llama_cpp;
 mod llama_cpp_agent;
 mod llama_cpp_quality;
+mod log_only_engines;
 mod mlx_lm;
 mod plans;
 mod process_groups;

@@ -11,7 +11,8 @@ fn install() -> Option<std::path::PathBuf> {
 }
 
 /// The `[[engines]]` entry of the installed mlx-lm server on a free port: prompt cache off,
-/// offline, its version from Python.
+/// offline, and no `version_command`: the preset's `mlx_lm --version` is found beside
+/// `mlx_lm.server` and run.
 fn engine_section(dir: &std::path::Path) -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     format!(
@@ -20,11 +21,9 @@ name = "mlx-lm"
 preset = "mlx-lm"
 start = ["{server}", "--model", "{{weights}}", "--host", "127.0.0.1", "--port", "{{port}}", "--prompt-cache-size", "0"]
 port = {port}
-version_command = ["{python}", "-c", "import mlx_lm; print(mlx_lm.__version__)"]
 env = {{ HF_HUB_OFFLINE = "1", HF_HUB_CACHE = "{hf_cache}" }}
 "#,
         server = dir.join("venv/bin/mlx_lm.server").display(),
-        python = dir.join("venv/bin/python").display(),
         hf_cache = dir.join("hf-cache").display(),
     )
 }
@@ -69,7 +68,8 @@ targets = [{{ tokens = 256, runs = 1 }}]
     let pass = run_plan(&plan, &tmp.path().join("pass"));
     assert_eq!(pass.runs.len(), 3);
     let cell = &pass.info.cells[0];
-    assert_eq!(cell.engine.version, harness::installs::MLX_LM, "from the version command");
+    assert_eq!(cell.engine.version, harness::installs::MLX_LM, "from the preset's program");
+    assert_eq!(cell.engine.version_source, "mlx_lm --version");
     assert_eq!(cell.build.files.len(), 6, "config, weights and four tokenizer files hashed");
     for run in &pass.runs {
         assert_eq!(run.error, None, "{:?}", run.error);

@@ -257,6 +257,8 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
             restarted_on_resume: false,
             request_extra: None,
             ignore_eos_logit_bias: None,
+            past_eos: None,
+            cache_flush: None,
         };
         let cell_id = match build.cells.iter().find(|c| same_cell(c, &cell)) {
             Some(existing) => existing.id.clone(),

@@ -95,6 +95,29 @@ pub struct CellInfo {
     /// not honour `ignore_eos` (mlx-lm): the model's EOS ids, each pushed out of reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_eos_logit_bias: Option<Value>,
+    /// How the engine's preset asks it to run past EOS (plan runs): `field`, `logit_bias`, or
+    /// `unsupported`, for an engine that cannot be held to its token cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub past_eos: Option<crate::plan::presets::IgnoreEos>,
+    /// The engine's prefix cache emptied through its endpoint before the cell's runs, on a
+    /// server benchpass did not start (SGLang `/flush_cache`, vLLM `/reset_prefix_cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_flush: Option<CacheFlushRecord>,
+}
+
+/// What a cache flush request got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheFlushRecord {
+    /// `POST /flush_cache?timeout=30`, for example.
+    pub request: String,
+    /// The answer's status; absent when none came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The engine said the cache was emptied (a 2xx status).
+    pub flushed: bool,
+    /// Why not, when it was not: the answer's first line, or the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -354,6 +377,11 @@ pub struct RunRecord {
     /// the OS does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thermal_pressure: Option<crate::provenance::mac::ThermalPressure>,
+    /// Speculative decoding's draft acceptance for this run (0 to 1) as the engine's own log
+    /// gave it, where the engine gives a ratio and no counts (oMLX's DFlash `acceptance=`),
+    /// and one stream ran at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged_draft_acceptance: Option<f64>,
     /// The server's `usage` object, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
@@ -479,6 +507,7 @@ impl RunRecord {
             server_peak_rss_bytes: None,
             server_counters: None,
             thermal_pressure: None,
+            logged_draft_acceptance: None,
             usage: None,
             timings: None,
             session: None,

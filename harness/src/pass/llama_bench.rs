@@ -78,6 +78,8 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
                     restarted_on_resume: false,
                     request_extra: None,
                     ignore_eos_logit_bias: None,
+                    past_eos: None,
+                    cache_flush: None,
                 });
                 id
             }

@@ -109,6 +109,8 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
                     restarted_on_resume: false,
                     request_extra: None,
                     ignore_eos_logit_bias: None,
+                    past_eos: None,
+                    cache_flush: None,
                 });
                 reps.push(0);
                 cells.len() - 1

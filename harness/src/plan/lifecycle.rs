@@ -219,6 +219,33 @@ impl Drop for Engine {
     }
 }
 
+/// Empties the prefix cache of a server benchpass did not start, through the engine's endpoint
+/// (SGLang `/flush_cache`, vLLM `/reset_prefix_cache`): such a server is not fresh, and its
+/// cache would serve the pass's prompts from earlier requests. What the engine answered is
+/// recorded; a refusal is not an error (the runs go ahead, the record says so).
+pub async fn flush_cache(http: &reqwest::Client, base: &str, api_key: Option<&str>, flush: super::presets::CacheFlush) -> crate::pass::CacheFlushRecord {
+    let request = format!("POST {}", flush.path);
+    let mut post = http.post(format!("{base}{}", flush.path)).timeout(Duration::from_secs(60));
+    if let Some(key) = api_key {
+        post = post.bearer_auth(key);
+    }
+    let (status, detail) = match post.send().await {
+        Ok(response) => {
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            let first_line = body.lines().map(str::trim).find(|l| !l.is_empty()).map(crate::probe::server_string);
+            let detail = match status.as_u16() {
+                s if (200..300).contains(&s) => None,
+                404 => Some(format!("HTTP 404: {}", flush.when_missing)),
+                s => Some(format!("HTTP {s}{}", first_line.map(|l| format!(": {l}")).unwrap_or_default())),
+            };
+            (Some(status.as_u16()), detail)
+        }
+        Err(e) => (None, Some(format!("no answer: {e}"))),
+    };
+    crate::pass::CacheFlushRecord { request, status, flushed: detail.is_none(), detail }
+}
+
 /// The first non-empty line a command prints (on stdout or stderr), if it succeeds.
 pub fn version_from_command(argv: &[String]) -> Option<String> {
     let (program, args) = argv.split_first()?;

@@ -35,7 +35,8 @@ impl VersionFrom {
 }
 
 /// How an engine is asked to run past EOS (steps with `ignore_eos`, e.g. ppN-tgM).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum IgnoreEos {
     /// The request field `ignore_eos: true` (llama.cpp, vLLM, SGLang, Splash).
     Field,
@@ -50,6 +51,15 @@ pub enum IgnoreEos {
 }
 
 impl IgnoreEos {
+    /// As `plan presets` prints it and `pass.json` records it (`past_eos`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IgnoreEos::Field => "field",
+            IgnoreEos::LogitBias => "logit-bias",
+            IgnoreEos::Unsupported => "unsupported",
+        }
+    }
+
     /// Whether `ignore_eos: true` means anything to the engine.
     pub fn honours_field(self) -> bool {
         self == IgnoreEos::Field
@@ -79,6 +89,14 @@ pub enum DraftCounters {
     LogOnly { file: &'static str, marker: &'static str },
 }
 
+/// `POST <url><path>` empties the engine's prefix cache; 2xx means done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheFlush {
+    pub path: &'static str,
+    /// What to do when the endpoint is not there (404).
+    pub when_missing: &'static str,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Preset {
     pub name: &'static str,
@@ -102,6 +120,9 @@ pub struct Preset {
     pub request_extra: &'static [(&'static str, &'static str)],
     pub ignore_eos: IgnoreEos,
     pub draft_counters: DraftCounters,
+    /// An endpoint that empties the engine's in-memory prefix cache: used on a server
+    /// benchpass did not start (one it starts is fresh anyway) before the cell's runs.
+    pub cache_flush: Option<CacheFlush>,
     /// A one-line summary of where the preset comes from.
     pub source: &'static str,
     /// Per value: (`key`, where it was read: repository@commit path#Lline).
@@ -129,6 +150,7 @@ pub const PRESETS: &[Preset] = &[
             drafted: "llamacpp:spec_decode_num_draft_tokens_total",
             accepted: "llamacpp:spec_decode_num_accepted_tokens_total",
         },
+        cache_flush: None,
         source: "llama.cpp tools/server/README.md: /health (503 while loading), /props build_info, --metrics, cache_prompt",
         sources: &[
             ("health_path", "llama.cpp tools/server/README.md: GET /health, 503 while the model loads"),
@@ -154,6 +176,10 @@ pub const PRESETS: &[Preset] = &[
             drafted: "vllm:spec_decode_num_draft_tokens_total",
             accepted: "vllm:spec_decode_num_accepted_tokens_total",
         },
+        cache_flush: Some(CacheFlush {
+            path: "/reset_prefix_cache",
+            when_missing: "vLLM serves /reset_prefix_cache only when started with VLLM_SERVER_DEV_MODE=1",
+        }),
         source: "vLLM docs, OpenAI-compatible server: /health, /version, /metrics; ignore_eos and min_tokens are extra sampling params",
         sources: &[
             ("health_path", "vLLM docs, OpenAI-compatible server: GET /health"),
@@ -161,6 +187,7 @@ pub const PRESETS: &[Preset] = &[
             ("kv_cache_dirs", "vLLM keeps its prefix cache in GPU memory only"),
             ("metrics_path", "vLLM docs, production metrics: GET /metrics"),
             ("ignore_eos", "vLLM docs, extra sampling parameters: ignore_eos"),
+            ("cache_flush", "vllm-project/vllm@09cb327f1183 vllm/entrypoints/serve/cache/api_router.py#L22-L46 (POST, 200 with no check), #L73-L76 (only with VLLM_SERVER_DEV_MODE)"),
         ],
         assumed: &["draft_counters"],
     },
@@ -176,13 +203,21 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::None,
+        // Waits up to 30 s for running requests to finish; 400 if they do not.
+        cache_flush: Some(CacheFlush {
+            path: "/flush_cache?timeout=30",
+            when_missing: "this SGLang has no /flush_cache",
+        }),
         source: "SGLang native API docs (sglang-native-apis.md): /health, /get_server_info, /flush_cache; http_server.py; sampling params ignore_eos",
         sources: &[
-            ("health_path", "sgl-project docs, native APIs: GET /health (python/sglang/srt/entrypoints/http_server.py; line not pinned)"),
+            ("health_path", "sgl-project/sglang@3ba38dc00951 python/sglang/srt/entrypoints/http_server.py#L665-L743 (503 while starting; 200 once a 1-token generation answers)"),
+            ("version", "sgl-project/sglang@3ba38dc00951 python/sglang/srt/entrypoints/http_server.py#L804-L840 (/get_server_info, a deprecated alias of /server_info, has version)"),
             ("kv_cache_dirs", "sgl-project docs, native APIs: POST /flush_cache flushes the in-memory radix cache; nothing on disk"),
+            ("metrics_path", "sgl-project/sglang@3ba38dc00951 python/sglang/srt/entrypoints/http_server.py#L288-L289 (only with --enable-metrics)"),
             ("ignore_eos", "sgl-project docs, sampling parameters: ignore_eos"),
+            ("cache_flush", "sgl-project/sglang@3ba38dc00951 python/sglang/srt/entrypoints/http_server.py#L986-L1000 (GET or POST, ?timeout waits for idle, 200 or 400); scheduler_components/flush_wrapper.py@36ccf150daa5#L25-L65"),
         ],
-        assumed: &["version", "metrics_path", "draft_counters"],
+        assumed: &["draft_counters"],
     },
     Preset {
         name: "mlx-lm",
@@ -196,6 +231,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::LogitBias,
         draft_counters: DraftCounters::None,
+        cache_flush: None,
         source: "ml-explore/mlx-lm mlx_lm/server.py: /health always 200, model loaded on the generation thread, logit_bias read, no ignore_eos; mlx_lm/cli.py --version",
         sources: &[
             ("health_path", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1595-L1611 (200 with no check of the model)"),
@@ -219,6 +255,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::None,
+        cache_flush: None,
         source: "Ollama docs/api.md: GET /api/version; OpenAI compatibility at /v1; a model loads on its first request",
         sources: &[
             ("health_path", "Ollama docs/api.md: GET /api/version"),
@@ -237,6 +274,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::None,
+        cache_flush: None,
         source: "LM Studio docs, OpenAI compatibility endpoints (/v1/models); version from `lms version`",
         sources: &[("health_path", "LM Studio docs, OpenAI compatibility endpoints: GET /v1/models")],
         assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
@@ -253,6 +291,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::LogOnly { file: "~/.omlx/logs/server.log", marker: "acceptance=" },
+        cache_flush: None,
         source: "jundot/omlx omlx/server.py (/health, /api/status version), settings.py (~/.omlx/cache on by default), engine_pool.py (lazy load), engine/dflash.py (acceptance= in the log)",
         sources: &[
             ("health_path", "jundot/omlx@c9dc68d6ea49 omlx/server.py#L2114-L2153 (200 whatever is loaded)"),
@@ -279,6 +318,7 @@ pub const PRESETS: &[Preset] = &[
             drafted: "rapid_mlx_spec_decode_attempts_total",
             accepted: "rapid_mlx_spec_decode_accepts_total",
         },
+        cache_flush: None,
         source: "raullenchai/Rapid-MLX (formerly vllm-mlx) vllm_mlx/routes/health.py, runtime/cache.py, server.py, routes/metrics.py, routes/chat.py, cli.py",
         sources: &[
             ("health_path", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/routes/health.py#L115-L128 (503 until ready); #L53-L107 (/health 200 with ready)"),
@@ -303,6 +343,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::Prometheus { drafted: "splash_drafted_tokens_total", accepted: "splash_accepted_draft_tokens_total" },
+        cache_flush: None,
         source: "incoai/splash server/metrics.py (counters), dev/tests/engine/test_ignore_eos.py (ignore_eos), dev/tests/persistent_cache_real.py (opt-in persistent cache), README (splash serve --model)",
         sources: &[
             ("kv_cache_dirs", "incoai/splash@e11e9e001f81 dev/tests/persistent_cache_real.py#L56-L65 (persistence only when a size is given; default folder not found)"),
@@ -323,6 +364,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::FinalChunk { object: "mtplx_stats", drafted: "drafted_tokens", accepted: "accepted_drafts" },
+        cache_flush: None,
         source: "youssofal/MTPLX mtplx/server/openai.py (/health, session bank, mtplx_stats), mtplx/cli.py (serve, --version, --ssd-session-cache)",
         sources: &[
             ("health_path", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L17330, #L23388, #L23401 (model loaded in ServerState before the app and uvicorn start)"),
@@ -345,6 +387,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::None,
+        cache_flush: None,
         source: "nace-ai/kapitsa README (OpenAI and Anthropic APIs, `kapitsa <agent> --model`); its server source was not found: every value is assumed",
         sources: &[],
         assumed: &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
@@ -360,6 +403,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::None,
+        cache_flush: None,
         source: "this project: `benchpass sim` (docs/raw-format.md, ARCHITECTURE.md)",
         sources: &[
             ("health_path", "harness/src/sim/server.rs"),
@@ -382,6 +426,7 @@ pub const PRESETS: &[Preset] = &[
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::None,
+        cache_flush: None,
         source: "the OpenAI API: GET /v1/models is the one endpoint every compatible server has",
         sources: &[("health_path", "the OpenAI API reference: GET /v1/models")],
         assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
@@ -423,11 +468,11 @@ pub fn describe(preset: &Preset) -> serde_json::Value {
         DraftCounters::FinalChunk { object, drafted, accepted } => json!({"final_chunk": {"object": object, "drafted": drafted, "accepted": accepted}}),
         DraftCounters::LogOnly { file, marker } => json!({"log": {"file": file, "marker": marker}}),
     };
-    let ignore_eos = match preset.ignore_eos {
-        IgnoreEos::Field => "field",
-        IgnoreEos::LogitBias => "logit-bias",
-        IgnoreEos::Unsupported => "unsupported",
+    let cache_flush = match preset.cache_flush {
+        Some(CacheFlush { path, .. }) => json!({"post": path}),
+        None => serde_json::Value::Null,
     };
+    let ignore_eos = preset.ignore_eos.as_str();
     json!({
         "name": preset.name,
         "health_path": preset.health_path,
@@ -438,6 +483,7 @@ pub fn describe(preset: &Preset) -> serde_json::Value {
         "request_extra": preset.request_extra.iter().map(|(k, v)| (k.to_string(), serde_json::from_str(v).unwrap_or(json!(v)))).collect::<serde_json::Map<_, _>>(),
         "ignore_eos": ignore_eos,
         "draft_counters": draft_counters,
+        "cache_flush": cache_flush,
         "sources": preset.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "assumed": preset.assumed,
     })

@@ -152,7 +152,13 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
                 (Order::Interleaved, false) => format!("rep {}", part.slots.last().map_or(0, |s| s.rep)),
                 (Order::Sequential, false) => format!("{measured} runs"),
             };
-            out.push_str(&format!("  {what}: {warmups} warmup + {reps} × {} tokens\n", step.max_tokens));
+            // Planned as possibly short: the engine cannot be held to the cap.
+            let may_stop_short = if step.ignore_eos && preset_of(spec).ignore_eos.may_stop_short() {
+                format!(" (may stop short: the {} preset has no way past EOS)", preset_of(spec).name)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("  {what}: {warmups} warmup + {reps} × {} tokens{may_stop_short}\n", step.max_tokens));
             let part_runs: u64 = part.slots.iter().map(runner::runs_in_slot).sum();
             runs += part_runs;
             tokens += part_runs * step.max_tokens;
@@ -181,6 +187,19 @@ fn duration(seconds: f64) -> String {
 fn preset_of(spec: &EngineSpec) -> &'static presets::Preset {
     let name = spec.preset.as_ref().map_or("openai-compatible", |p| p.get_ref().as_str());
     presets::preset(name).expect("checked: presets exist")
+}
+
+/// Where to read draft acceptance for an engine that only logs it (oMLX): the output benchpass
+/// captured from the engine it started, or, for a server on this machine that benchpass did not
+/// start, the engine's own log file.
+fn draft_log(preset: &presets::Preset, started: bool, local: bool, captured: &std::path::Path) -> Option<crate::engine_log::LogWatch> {
+    let presets::DraftCounters::LogOnly { file, marker } = preset.draft_counters else { return None };
+    let path = match (started, local) {
+        (true, _) => captured.to_path_buf(),
+        (false, true) => expand_home(file),
+        (false, false) => return None,
+    };
+    Some(crate::engine_log::LogWatch { path, marker })
 }
 
 fn to_json(table: &toml::Table) -> serde_json::Map<String, Value> {
@@ -254,6 +273,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                             restarted_on_resume: false,
                             request_extra: None,
                             ignore_eos_logit_bias: None,
+                            past_eos: None,
+                            cache_flush: None,
                         }
                     })
                     .collect();
@@ -425,9 +446,22 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             }
             _ => None,
         };
+        let cache_flush = match (preset.cache_flush, &engine) {
+            (Some(flush), None) => {
+                let record = lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
+                match &record.detail {
+                    None => progress.note(&format!("  emptied the engine's prefix cache: {}", record.request)),
+                    Some(why) => progress.note(&format!("  warning: {} did not empty the prefix cache ({why}): the runs may be served from it", record.request)),
+                }
+                Some(record)
+            }
+            _ => None,
+        };
         if let Some(c) = info.cells.iter_mut().find(|c| c.id == *cell_id) {
+            c.cache_flush = cache_flush;
             c.request_extra = (!extra.is_empty()).then(|| Value::Object(extra.clone()));
             c.ignore_eos_logit_bias = ignore_eos_bias.clone();
+            c.past_eos = Some(preset.ignore_eos);
         }
         writer.update_info(&info)?;
         let cell_request = RequestConfig { model: model_id.clone(), extra: (!extra.is_empty()).then_some(Value::Object(extra)), ..base_request.clone() };
@@ -441,6 +475,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             concurrency: request.concurrency,
             memory: sampler.as_deref(),
             metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
+            draft_log: draft_log(preset, engine.is_some(), listener.is_some(), &log),
             live: Some(progress.live()),
             ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
             // An engine with no way past EOS is sent nothing it would reject (or drop).

@@ -35,6 +35,11 @@ impl PrefixCache {
         prompts.push(tokens);
         cached as u64
     }
+
+    /// Forgets every prompt, as SGLang's `/flush_cache` and vLLM's `/reset_prefix_cache` do.
+    pub fn flush(&self) {
+        self.prompts.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
 }
 
 fn common_prefix(a: &[u64], b: &[u64]) -> usize {

@@ -63,6 +63,10 @@ pub struct SimProfile {
     /// noise of this scale: 0 is the reference model, above 0 a model whose true KL from it is
     /// known (docs/quality.md).
     pub perturb: f64,
+    /// After each streamed reply's last token, write oMLX's DFlash summary line with this draft
+    /// acceptance (0 to 1) to stderr, as oMLX logs it (omlx/engine/dflash.py#L1023-L1030): the
+    /// ground truth for reading draft acceptance from an engine's log.
+    pub log_draft_acceptance: Option<f64>,
 }
 
 impl Default for SimProfile {
@@ -91,6 +95,7 @@ impl Default for SimProfile {
             leak_bytes_per_request: 0,
             prefix_cache: false,
             perturb: 0.0,
+            log_draft_acceptance: None,
         }
     }
 }
@@ -203,6 +208,10 @@ impl SimProfile {
         anyhow::ensure!(self.loading_s >= 0.0 && self.loading_s.is_finite(), "--loading-s must be 0 or more seconds");
         anyhow::ensure!((400..600).contains(&self.fail_status), "--fail-status must be an HTTP error status (400–599)");
         anyhow::ensure!(self.perturb >= 0.0 && self.perturb <= 100.0, "--perturb must be a scale from 0 to 100");
+        anyhow::ensure!(
+            self.log_draft_acceptance.is_none_or(|a| (0.0..=1.0).contains(&a)),
+            "--log-draft-acceptance is a fraction from 0 to 1, e.g. 0.732"
+        );
         Ok(())
     }
 }

@@ -61,6 +61,10 @@ pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result
     if sim.profile.tokenize_endpoint {
         app = app.route("/tokenize", post(tokenize));
     }
+    if sim.profile.prefix_cache {
+        // The two engines' ways to empty the cache: SGLang's answers in text, vLLM's with nothing.
+        app = app.route("/flush_cache", get(flush_cache).post(flush_cache)).route("/reset_prefix_cache", post(reset_prefix_cache));
+    }
     // Without TCP_NODELAY, Nagle's algorithm holds small events back until the previous one is
     // acknowledged, and the client's delayed ACK makes that tens of milliseconds.
     use axum::serve::ListenerExt as _;
@@ -88,6 +92,16 @@ async fn models(State(sim): State<Arc<Sim>>) -> Response {
         "data": [{"id": sim.profile.model, "object": "model", "created": 0, "owned_by": "benchpass-sim"}]
     }))
     .into_response()
+}
+
+async fn flush_cache(State(sim): State<Arc<Sim>>) -> &'static str {
+    sim.prefix_cache.flush();
+    "Cache flushed.\n"
+}
+
+async fn reset_prefix_cache(State(sim): State<Arc<Sim>>) -> StatusCode {
+    sim.prefix_cache.flush();
+    StatusCode::OK
 }
 
 async fn tokenize(Json(body): Json<Value>) -> Json<Value> {
@@ -243,6 +257,7 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Bytes) -> Response {
         fault: profile.fault,
         fault_after_tokens: profile.fault_after_tokens,
         precise_timer: profile.precise_timer,
+        log_draft_acceptance: profile.log_draft_acceptance,
         arrived,
         schedule,
         sent_ns: None,
@@ -288,6 +303,8 @@ struct Reply {
     fault: Option<Fault>,
     fault_after_tokens: u64,
     precise_timer: bool,
+    /// Log oMLX's DFlash line with this acceptance when the reply has been streamed.
+    log_draft_acceptance: Option<f64>,
     arrived: Instant,
     schedule: Schedule,
     /// When the first and the last token events were actually handed to the connection, in
@@ -499,6 +516,18 @@ fn stream_reply(mut reply: Reply) -> Response {
             if tx.send(Ok(sse(&chunk))).await.is_err() {
                 return;
             }
+        }
+        if let Some(acceptance) = reply.log_draft_acceptance {
+            // oMLX writes this before it queues the last chunk (omlx/engine/dflash.py#L1023-L1042).
+            let tokens = reply.schedule.completion_tokens;
+            let seconds = (Instant::now() - reply.arrived).as_secs_f64().max(1e-3);
+            eprintln!(
+                "{} - omlx.engine.dflash - INFO - DFlash generation complete: {tokens} tokens, {:.1} tok/s, acceptance={:.1}%, cycles={}",
+                crate::provenance::utc_now_rfc3339(),
+                tokens as f64 / seconds,
+                acceptance * 100.0,
+                tokens.div_ceil(4),
+            );
         }
         let mut last = reply.chunk(json!({}), "", Some(reply.schedule.finish_reason));
         if reply.timings {

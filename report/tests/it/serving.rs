@@ -45,6 +45,8 @@ fn pass(engine: &str, concurrency: u32) -> Pass {
         restarted_on_resume: false,
         request_extra: None,
         ignore_eos_logit_bias: None,
+        past_eos: None,
+        cache_flush: None,
     };
     let info = PassInfo {
         schema_version: SCHEMA_VERSION,

@@ -1,0 +1,64 @@
+//! A server benchpass did not start is not fresh: its prefix cache holds what it served before.
+//! For an engine whose preset names a flush endpoint (SGLang's `/flush_cache`, vLLM's
+//! `/reset_prefix_cache`), the cache is emptied before the cell's runs. The reference engine's
+//! prefix cache (`--prefix-cache`) serves both endpoints and reports cached tokens, so the
+//! effect is measured, not assumed: a primed prompt comes back cold after the flush.
+
+use harness::pass::Pass;
+
+use crate::support::*;
+
+/// One cell against `url` under `preset`: two sustained runs of 8 tokens (the same prompt),
+/// its pass in `dir/<label>`.
+fn run_against(url: &str, preset: &str, dir: &std::path::Path, label: &str) -> Pass {
+    let plan = dir.join(format!("{preset}.toml"));
+    std::fs::write(
+        &plan,
+        format!(
+            "[[workloads]]\nkind = \"sustained\"\nruns = 2\nmax_tokens = 8\n\n[[models]]\nname = \"m\"\nid = \"sim-model\"\n\n\
+             [[engines]]\nname = \"served\"\npreset = \"{preset}\"\nurl = \"{url}\"\n\n[[cells]]\nengine = \"served\"\nmodel = \"m\"\n"
+        ),
+    )
+    .unwrap();
+    run_plan(&plan, &dir.join(label))
+}
+
+fn cached(pass: &Pass) -> Vec<u64> {
+    pass.runs.iter().map(|r| r.cached_prompt_tokens.expect("the sim reports cached tokens")).collect()
+}
+
+#[test]
+fn a_server_benchpass_did_not_start_has_its_prefix_cache_emptied_first() {
+    let sim = Sim::start(&["--prefix-cache", "--decode-tps", "2000"]);
+    let tmp = temp_dir();
+
+    // No flush endpoint in the preset: the prompt primed by the first pass is served from cache.
+    let primed = run_against(&sim.url, "openai-compatible", tmp.path(), "primed");
+    assert_eq!(primed.runs.len(), 2);
+    assert_eq!(primed.info.cells[0].cache_flush, None);
+    let again = run_against(&sim.url, "openai-compatible", tmp.path(), "again");
+    let prompt = again.runs[0].prompt_tokens.unwrap();
+    assert!(cached(&again).iter().all(|&c| c > 0 && c <= prompt), "{:?}", cached(&again));
+
+    for (preset, request) in [("sglang", "POST /flush_cache?timeout=30"), ("vllm", "POST /reset_prefix_cache")] {
+        let pass = run_against(&sim.url, preset, tmp.path(), preset);
+        let flush = pass.info.cells[0].cache_flush.as_ref().expect("recorded on the cell");
+        assert_eq!((flush.request.as_str(), flush.status, flush.flushed, flush.detail.as_deref()), (request, Some(200), true, None));
+        // The first run is cold again; the second is served from what the first left.
+        let cached = cached(&pass);
+        assert_eq!(cached[0], 0, "{preset}: {cached:?}");
+        assert!(cached[1] > 0, "{preset}: {cached:?}");
+    }
+}
+
+#[test]
+fn a_flush_the_server_refuses_is_recorded_and_the_runs_go_on() {
+    // Without a prefix cache the sim has no flush endpoint: vLLM without VLLM_SERVER_DEV_MODE.
+    let sim = Sim::start(&["--decode-tps", "2000"]);
+    let tmp = temp_dir();
+    let pass = run_against(&sim.url, "vllm", tmp.path(), "refused");
+    let flush = pass.info.cells[0].cache_flush.as_ref().unwrap();
+    assert_eq!((flush.status, flush.flushed), (Some(404), false));
+    assert!(flush.detail.as_deref().unwrap().contains("VLLM_SERVER_DEV_MODE=1"), "{flush:?}");
+    assert!(pass.runs.iter().all(|r| r.error.is_none()));
+}
