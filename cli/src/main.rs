@@ -540,6 +540,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Plan(PlanCommand::Check { plan }) => {
             let plan = load_plan(&plan)?;
+            print_advice(&plan);
             println!(
                 "{}: {} engines, {} models, {} cells, {} steps: ok",
                 plan.path.display(),
@@ -822,6 +823,13 @@ fn load_plan(path: &std::path::Path) -> anyhow::Result<harness::plan::Plan> {
     })
 }
 
+/// The plan's notes (`harness::plan::advice`), on stderr: they do not stop anything.
+fn print_advice(plan: &harness::plan::Plan) {
+    for note in harness::plan::advice::notes(plan) {
+        eprintln!("{}: {note}", plan.path.display());
+    }
+}
+
 fn progress_mode(arg: ProgressArg) -> ProgressMode {
     match arg {
         ProgressArg::Auto => ProgressMode::Auto,
@@ -832,6 +840,7 @@ fn progress_mode(arg: ProgressArg) -> ProgressMode {
 
 fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<ExitCode> {
     let plan = load_plan(path)?;
+    print_advice(&plan);
     let gap_scale = args.gap_scale.unwrap_or(1.0);
     if args.dry_run {
         print!("{}", harness::plan::dry_run(&plan, gap_scale));

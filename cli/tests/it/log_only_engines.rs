@@ -43,6 +43,10 @@ targets = [{{ tokens = 128, max_tokens = 48 }}]
     .unwrap();
 
     let dry = benchpass(&["run", plan.to_str().unwrap(), "--dry-run"]);
+    let notes = String::from_utf8_lossy(&dry.stderr);
+    assert!(notes.contains("note: engine `omlx` (preset `omlx`) has no way past EOS"), "{notes}");
+    // oMLX loads a model on its first request, and the plan has no warmup.
+    assert!(notes.contains("note: engine `omlx` (preset `omlx`) answers its health check before its model is loaded"), "{notes}");
     let dry = String::from_utf8_lossy(&dry.stdout);
     assert!(dry.contains("pp-tg 128: 0 warmup + 3 runs × 48 tokens (may stop short: the omlx preset has no way past EOS)"), "{dry}");
 

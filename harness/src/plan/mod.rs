@@ -1,6 +1,7 @@
 //! Plans: the seed protocol and others as TOML files, run unattended with each engine started
 //! fresh and stopped again (docs/plans.md).
 
+pub mod advice;
 pub mod eos;
 pub mod file;
 pub mod kv_cache;
