@@ -150,6 +150,7 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
         spec => view::spec(steps),
         memory => view::memory(steps),
         memory_sources => view::memory_sources(pass),
+        cache_flushes => view::cache_flushes(pass),
         memory_measure => view::memory_measure(pass),
         soak => view::soak(pass),
         reconciliation => view::reconciliation(steps),

@@ -641,6 +641,34 @@ pub fn memory_sources(pass: &Pass) -> Vec<MemorySource> {
 }
 
 #[derive(Debug, Serialize)]
+pub struct CacheFlushRow {
+    pub cell: String,
+    pub request: String,
+    /// `emptied (HTTP 200)`, or why not.
+    pub outcome: String,
+    pub flushed: bool,
+}
+
+/// The cells whose server benchpass did not start and whose prefix cache it emptied (or tried
+/// to) before their runs: a reader should know such a server was not fresh, and whether a
+/// warm cache could have served its prompts.
+pub fn cache_flushes(pass: &Pass) -> Vec<CacheFlushRow> {
+    pass.info
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let flush = c.cache_flush.as_ref()?;
+            let outcome = match (&flush.detail, flush.status) {
+                (None, Some(status)) => format!("emptied (HTTP {status})"),
+                (None, None) => "emptied".to_owned(),
+                (Some(why), _) => format!("not emptied ({why}): its runs may have been served from an earlier request's cache"),
+            };
+            Some(CacheFlushRow { cell: format!("{} · {}", c.engine.name, c.family()), request: flush.request.clone(), outcome, flushed: flush.flushed })
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
 pub struct SoakRow {
     pub cell: String,
     pub runs: String,

@@ -41,7 +41,12 @@ fn a_server_benchpass_did_not_start_has_its_prefix_cache_emptied_first() {
     assert!(cached(&again).iter().all(|&c| c > 0 && c <= prompt), "{:?}", cached(&again));
 
     for (preset, request) in [("sglang", "POST /flush_cache?timeout=30"), ("vllm", "POST /reset_prefix_cache")] {
+        let dry = benchpass(&["run", tmp.path().join("openai-compatible.toml").to_str().unwrap(), "--dry-run"]);
+        assert!(!String::from_utf8_lossy(&dry.stdout).contains("prefix cache"), "no flush without a preset that has one");
         let pass = run_against(&sim.url, preset, tmp.path(), preset);
+        let dry = benchpass(&["run", tmp.path().join(format!("{preset}.toml")).to_str().unwrap(), "--dry-run"]);
+        let dry = String::from_utf8_lossy(&dry.stdout);
+        assert!(dry.contains(&format!("c0: served × m\n  empty the server's prefix cache: {request}\n")), "{dry}");
         let flush = pass.info.cells[0].cache_flush.as_ref().expect("recorded on the cell");
         assert_eq!((flush.request.as_str(), flush.status, flush.flushed, flush.detail.as_deref()), (request, Some(200), true, None));
         // The first run is cold again; the second is served from what the first left.
@@ -49,6 +54,11 @@ fn a_server_benchpass_did_not_start_has_its_prefix_cache_emptied_first() {
         assert_eq!(cached[0], 0, "{preset}: {cached:?}");
         assert!(cached[1] > 0, "{preset}: {cached:?}");
     }
+    let report = tmp.path().join("report");
+    assert!(benchpass(&["report", tmp.path().join("sglang").to_str().unwrap(), "--out", report.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    // (Markdown-escaped: `\_` shows as `_`.)
+    assert!(md.contains(r"- served · sim-model: POST /flush\_cache?timeout=30, emptied (HTTP 200)"), "{md}");
 }
 
 #[test]
@@ -61,4 +71,13 @@ fn a_flush_the_server_refuses_is_recorded_and_the_runs_go_on() {
     assert_eq!((flush.status, flush.flushed), (Some(404), false));
     assert!(flush.detail.as_deref().unwrap().contains("VLLM_SERVER_DEV_MODE=1"), "{flush:?}");
     assert!(pass.runs.iter().all(|r| r.error.is_none()));
+    // The report says so where the provenance is.
+    let report = tmp.path().join("report");
+    let out = tmp.path().join("refused");
+    assert!(benchpass(&["report", out.to_str().unwrap(), "--out", report.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(
+        md.contains(r"- served · sim-model: POST /reset\_prefix\_cache, not emptied (HTTP 404: vLLM serves /reset\_prefix\_cache only when started with VLLM\_SERVER\_DEV\_MODE=1): its runs may have been served from an earlier request's cache"),
+        "{md}"
+    );
 }

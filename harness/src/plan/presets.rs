@@ -134,6 +134,10 @@ pub struct Preset {
 /// The keys a preset's `sources` and `assumed` together must cover.
 pub const KEYS: &[&str] = &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"];
 
+/// Keys a preset cites where it has a value, without every preset having to: an engine that
+/// loads lazily, or that has a cache-flush endpoint.
+pub const OPTIONAL_KEYS: &[&str] = &["loads_lazily", "cache_flush"];
+
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "llama-cpp",
@@ -514,7 +518,7 @@ mod tests {
                 assert!(sourced != p.is_assumed(key), "{}: `{key}` must be either sourced or assumed, not {}", p.name, if sourced { "both" } else { "neither" });
             }
             for (key, source) in p.sources {
-                assert!(!source.is_empty() && (KEYS.contains(key) || *key == "loads_lazily"), "{}: source for `{key}`", p.name);
+                assert!(!source.is_empty() && (KEYS.contains(key) || OPTIONAL_KEYS.contains(key)), "{}: source for `{key}`", p.name);
             }
             for key in p.assumed {
                 assert!(KEYS.contains(key), "{}: assumed `{key}` is no key", p.name);

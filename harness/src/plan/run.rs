@@ -132,6 +132,8 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
                 out.push_str(&format!("  clear KV cache {cache}\n"));
             }
             out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", spec.health_timeout_s));
+        } else if let Some(flush) = preset_of(spec).cache_flush {
+            out.push_str(&format!("  empty the server's prefix cache: POST {}\n", flush.path));
         }
         let mut last_workload = None;
         for part in &visit.parts {
