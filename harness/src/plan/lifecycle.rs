@@ -254,12 +254,31 @@ pub fn version_from_command(argv: &[String]) -> Option<String> {
         return None;
     }
     let text = [out.stdout, out.stderr].concat();
-    String::from_utf8_lossy(&text).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)
+    let line = String::from_utf8_lossy(&text).lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_owned)?;
+    Some(version_of_line(line))
+}
+
+/// A JSON object's `version` string (`lms version --json` prints `{"version": "…"}`), else the
+/// line as printed.
+fn version_of_line(line: String) -> String {
+    let json = serde_json::from_str::<serde_json::Value>(&line).ok();
+    match json.as_ref().and_then(|v| v.get("version")).and_then(serde_json::Value::as_str) {
+        Some(version) if !version.trim().is_empty() => version.trim().to_owned(),
+        _ => line,
+    }
 }
 
 #[cfg(test)]
 mod fill_tests {
     use super::*;
+
+    #[test]
+    fn a_version_printed_as_json_is_its_version_field() {
+        assert_eq!(version_of_line(r#"{"version": "07b7252"}"#.to_owned()), "07b7252");
+        assert_eq!(version_of_line("rapid-mlx 0.16.8".to_owned()), "rapid-mlx 0.16.8");
+        assert_eq!(version_of_line(r#"{"version": ""}"#.to_owned()), r#"{"version": ""}"#);
+        assert_eq!(version_of_line("{not json".to_owned()), "{not json");
+    }
 
     #[test]
     fn placeholders_are_filled_once_and_a_value_holding_one_is_not_expanded() {

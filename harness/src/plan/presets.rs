@@ -260,28 +260,38 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::None,
         cache_flush: None,
-        source: "Ollama docs/api.md: GET /api/version; OpenAI compatibility at /v1; a model loads on its first request",
+        source: "ollama/ollama server/routes.go (GET /api/version), server/sched.go (a model loads on its first request), openai/openai.go (the chat request: no ignore_eos, no logit_bias)",
         sources: &[
-            ("health_path", "Ollama docs/api.md: GET /api/version"),
-            ("version", "Ollama docs/api.md: GET /api/version"),
+            ("health_path", "ollama/ollama@fb3076099687 server/routes.go#L1880 (GET /api/version, 200 once the server is up)"),
+            ("loads_lazily", "ollama/ollama@fb3076099687 server/sched.go#L201-L206 (an unloaded model is queued for loading by the request)"),
+            ("version", "ollama/ollama@fb3076099687 server/routes.go#L1880 ({\"version\": version.Version})"),
+            ("ignore_eos", "ollama/ollama@fb3076099687 openai/openai.go#L105-L124 (no ignore_eos, logit_bias or min_tokens; unknown fields ignored), docs/api/openai-compatibility.mdx#L190-L218 (logit_bias unsupported); api/types.go#L568-L596 (no EOS option)"),
         ],
-        assumed: &["kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
+        assumed: &["kv_cache_dirs", "metrics_path", "draft_counters"],
     },
     Preset {
         name: "lm-studio",
         health_path: "/v1/models",
         loads_lazily: true,
-        version: VersionFrom::Program { program: "lms", args: &["version"] },
+        // The `lms` CLI's build (a commit hash), the one version a command gives; `--json`
+        // because the plain output starts with a logo.
+        version: VersionFrom::Program { program: "lms", args: &["version", "--json"] },
         kv_cache_dir: None,
         kv_cache_dirs: &[],
         metrics_path: None,
         request_extra: &[],
-        ignore_eos: IgnoreEos::Unsupported,
+        // Documented among the accepted fields; no ignore_eos.
+        ignore_eos: IgnoreEos::LogitBias,
         draft_counters: DraftCounters::None,
         cache_flush: None,
-        source: "LM Studio docs, OpenAI compatibility endpoints (/v1/models); version from `lms version`",
-        sources: &[("health_path", "LM Studio docs, OpenAI compatibility endpoints: GET /v1/models")],
-        assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
+        source: "LM Studio docs (lmstudio-ai/docs): OpenAI-compatible endpoints and their fields, JIT loading; lmstudio-ai/lms: `lms version --json`",
+        sources: &[
+            ("health_path", "LM Studio docs, OpenAI compatibility endpoints: GET /v1/models"),
+            ("loads_lazily", "lmstudio-ai/docs@c6854fba2575 1_developer/0_core/headless.md#L71-L79 (JIT loading: an inference request loads the model)"),
+            ("version", "lmstudio-ai/lms@07b7252d6de2 src/subcommands/version.ts#L4-L5, #L46 ({\"version\": <the CLI's commit hash>})"),
+            ("ignore_eos", "lmstudio-ai/docs@c6854fba2575 1_developer/3_openai-compat/chat-completions.md#L33-L50 (logit_bias among the supported parameters; no ignore_eos)"),
+        ],
+        assumed: &["kv_cache_dirs", "metrics_path", "draft_counters"],
     },
     Preset {
         name: "omlx",
@@ -339,22 +349,26 @@ pub const PRESETS: &[Preset] = &[
         health_path: "/ready",
         loads_lazily: false,
         version: VersionFrom::Command { arg: "--version" },
-        // Its persistent prefix cache is opt-in (a cache file and a size); its prepared-weights
-        // cache is not a KV cache and is never touched.
-        kv_cache_dir: None,
-        kv_cache_dirs: &[],
+        // Its persistent prefix cache is opt-in (`--persistent-cache` with `--max-cache-disk`);
+        // cleared whenever it is there. Its prepared-weights cache is not a KV cache and is never
+        // touched.
+        kv_cache_dir: Some("~/Library/Caches/Splash/prefix-cache"),
+        kv_cache_dirs: &["~/Library/Caches/Splash/prefix-cache"],
         metrics_path: Some("/metrics"),
         request_extra: &[],
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::Prometheus { drafted: "splash_drafted_tokens_total", accepted: "splash_accepted_draft_tokens_total" },
         cache_flush: None,
-        source: "incoai/splash server/metrics.py (counters), dev/tests/engine/test_ignore_eos.py (ignore_eos), dev/tests/persistent_cache_real.py (opt-in persistent cache), README (splash serve --model)",
+        source: "incoai/splash install/launcher.py (serve, --port, --version), server/server.py (/ready, /metrics, /tokenize), server/serve_options.py (opt-in persistent prefix cache), server/frontend.py (ignore_eos; logit_bias 400), server/metrics.py (counters)",
         sources: &[
-            ("kv_cache_dirs", "incoai/splash@e11e9e001f81 dev/tests/persistent_cache_real.py#L56-L65 (persistence only when a size is given; default folder not found)"),
-            ("ignore_eos", "incoai/splash@bfcb3d61b85f dev/tests/engine/test_ignore_eos.py#L19-L35 (chat and completions carry the flag), #L37-L50 (non-boolean: 400)"),
-            ("draft_counters", "incoai/splash@036ff131d007 server/metrics.py#L180-L181"),
+            ("health_path", "incoai/splash@1f8254535989 server/server.py#L531-L534 (/ready: 503 until the engine is ready), #L1655-L1737 (listens only once the model is in)"),
+            ("version", "incoai/splash@1f8254535989 install/launcher.py#L376, #L346-L351 (`Splash <version>`)"),
+            ("kv_cache_dirs", "incoai/splash@1f8254535989 server/serve_options.py#L28, #L409-L436 (~/Library/Caches/Splash/prefix-cache; kept across restarts only with --persistent-cache and --max-cache-disk)"),
+            ("metrics_path", "incoai/splash@1f8254535989 server/server.py#L540-L544 (Prometheus text)"),
+            ("ignore_eos", "incoai/splash@1f8254535989 server/frontend.py#L1079-L1081, #L1129-L1130 (a boolean, honoured); #L1075-L1078 (a non-empty logit_bias: 400)"),
+            ("draft_counters", "incoai/splash@1f8254535989 server/metrics.py#L173-L174"),
         ],
-        assumed: &["health_path", "version", "metrics_path"],
+        assumed: &[],
     },
     Preset {
         name: "mtplx",
@@ -531,8 +545,12 @@ mod tests {
         for p in PRESETS {
             assert_eq!(p.kv_cache_dir, p.kv_cache_dirs.first().copied(), "{}", p.name);
             for dir in p.kv_cache_dirs {
-                // Cleared folders are the engine's own, under the home folder, never the home folder itself.
-                assert!(dir.starts_with("~/.") && dir.len() > "~/.x/".len(), "{}: {dir}", p.name);
+                // Cleared folders are the engine's own, under the home folder: a hidden folder's
+                // subfolder (`~/.omlx/cache`), or deeper in a shared one
+                // (`~/Library/Caches/Splash/prefix-cache`), never the home folder or a shared one.
+                let below: Vec<&str> = dir.strip_prefix("~/").unwrap_or_default().split('/').filter(|c| !c.is_empty()).collect();
+                let deep_enough = if below.first().is_some_and(|c| c.starts_with('.')) { 2 } else { 3 };
+                assert!(below.len() >= deep_enough && !below.contains(&".."), "{}: {dir}", p.name);
             }
         }
         assert_eq!(preset("rapid-mlx").unwrap().kv_cache_dirs, &["~/.cache/rapid-mlx/prefix_cache", "~/.cache/vllm-mlx/prefix_cache"]);
