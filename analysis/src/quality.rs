@@ -517,19 +517,8 @@ mod tests {
     // ----- Whole passes, built in memory.
 
     fn cell(id: &str, engine: &str, build: Option<&str>) -> CellInfo {
-        CellInfo {
-            id: id.into(),
-            engine: harness::pass::EngineInfo { name: engine.into(), version: "1".into(), ..Default::default() },
-            model: "m".into(),
-            family: None,
-            lane: "text".into(),
-            build: harness::pass::BuildInfo { sha256: build.map(Into::into), files: vec![] },
-            restarted_on_resume: false,
-            request_extra: None,
-            ignore_eos_logit_bias: None,
-            past_eos: None,
-            cache_flush: None,
-        }
+        let engine = harness::pass::EngineInfo { name: engine.into(), version: "1".into(), ..Default::default() };
+        CellInfo { build: harness::pass::BuildInfo { sha256: build.map(Into::into), files: vec![] }, ..CellInfo::new(id, engine, "m") }
     }
 
     fn run(cell: &str, prompt: &str, rep: u32, tokens: Vec<TokenLogprob>) -> RunRecord {
@@ -546,12 +535,7 @@ mod tests {
     }
 
     fn pass(id: &str, cells: Vec<CellInfo>, runs: Vec<RunRecord>) -> Pass {
-        let info: harness::pass::PassInfo = serde_json::from_value(serde_json::json!({
-            "schema_version": 1, "pass_id": id, "status": "complete", "started_at": "",
-            "benchpass": {"version": "0"}, "machine": {"name": "m"}, "cells": cells,
-        }))
-        .unwrap();
-        Pass { dir: id.into(), info, runs, torn_tail: None }
+        Pass { dir: id.into(), ..Pass::in_memory(harness::pass::PassInfo::synthetic(id, "m", cells), runs) }
     }
 
     #[test]

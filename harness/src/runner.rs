@@ -531,26 +531,20 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
     // benchpass did not start this server; when it listens on this machine its memory is
     // sampled all the same.
     let listener = crate::memory::listener_of(&base);
+    let engine = EngineInfo {
+        name: options.engine.clone(),
+        version: facts.version.clone(),
+        version_source: facts.version_source.clone(),
+        sha256: engine_sha256,
+        url: Some(base.clone()),
+        memory_of: listener.as_ref().map(crate::memory::Listener::describe),
+        memory_measure: listener.as_ref().and(crate::platform::MEMORY_MEASURE),
+    };
     let cells = vec![CellInfo {
-        id: "c0".to_owned(),
-        engine: EngineInfo {
-            name: options.engine.clone(),
-            version: facts.version.clone(),
-            version_source: facts.version_source.clone(),
-            sha256: engine_sha256,
-            url: Some(base.clone()),
-            memory_of: listener.as_ref().map(crate::memory::Listener::describe),
-            memory_measure: listener.as_ref().and(crate::platform::MEMORY_MEASURE),
-        },
-        model: options.request.model.clone(),
         family: options.family.clone(),
         lane: options.lane.clone(),
         build,
-        restarted_on_resume: false,
-        request_extra: None,
-        ignore_eos_logit_bias: None,
-        past_eos: None,
-        cache_flush: None,
+        ..CellInfo::new("c0", engine, options.request.model.clone())
     }];
     let params = RequestParams {
         model_picked: options.pick_model,

@@ -82,32 +82,11 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
             .iter()
             .enumerate()
             .map(|(i, engine)| CellInfo {
-                id: format!("c{i}"),
-                engine: EngineInfo { name: (*engine).to_owned(), version: format!("1.{}", p % 7), version_source: "user".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
-                model: "qwen3-8b".to_owned(),
-                family: None,
-                lane: "text".to_owned(),
                 build: BuildInfo { sha256: Some(format!("{:064x}", i + 1)), files: vec![] },
-                restarted_on_resume: false,
-                request_extra: None,
-                ignore_eos_logit_bias: None,
-                past_eos: None,
-                cache_flush: None,
+                ..CellInfo::new(format!("c{i}"), EngineInfo { name: (*engine).to_owned(), version: format!("1.{}", p % 7), version_source: "user".to_owned(), ..EngineInfo::default() }, "qwen3-8b".to_owned())
             })
             .collect();
-        let info = PassInfo {
-            schema_version: SCHEMA_VERSION,
-            pass_id: format!("pass-{p:05}"),
-            status: PassStatus::Complete,
-            started_at: String::new(),
-            finished_at: None,
-            benchpass: harness::provenance::benchpass_info(),
-            machine: MachineInfo { name: format!("machine-{}", p % 50), ..MachineInfo::default() },
-            cells,
-            request: None,
-            harness_cpu_seconds: None,
-            imported_from: None,
-        };
+        let info = PassInfo::synthetic(format!("pass-{p:05}"), format!("machine-{}", p % 50), cells);
         harness::pass::store::write_pass_info(dir, &info)?;
         let mut out = BufWriter::new(File::create(dir.join(RUNS_FILE))?);
         for (c, _) in ENGINES.iter().enumerate() {

@@ -112,33 +112,9 @@ fn generate(dir: &PathBuf, n_runs: usize) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     eprintln!("writing a pass of {n_runs} runs under {} …", dir.display());
     let cells: Vec<CellInfo> = (0..CELLS)
-        .map(|i| CellInfo {
-            id: format!("c{i}"),
-            engine: EngineInfo { name: format!("engine-{i}"), version: "1".to_owned(), version_source: "user".to_owned(), ..EngineInfo::default() },
-            model: "qwen3-8b".to_owned(),
-            family: None,
-            lane: "text".to_owned(),
-            build: BuildInfo::default(),
-            restarted_on_resume: false,
-            request_extra: None,
-            ignore_eos_logit_bias: None,
-            past_eos: None,
-            cache_flush: None,
-        })
+        .map(|i| CellInfo::new(format!("c{i}"), EngineInfo { name: format!("engine-{i}"), version: "1".to_owned(), version_source: "user".to_owned(), ..EngineInfo::default() }, "qwen3-8b".to_owned()))
         .collect();
-    let info = PassInfo {
-        schema_version: SCHEMA_VERSION,
-        pass_id: "bench-read".to_owned(),
-        status: PassStatus::Complete,
-        started_at: String::new(),
-        finished_at: None,
-        benchpass: harness::provenance::benchpass_info(),
-        machine: MachineInfo { name: "bench".to_owned(), ..MachineInfo::default() },
-        cells,
-        request: None,
-        harness_cpu_seconds: None,
-        imported_from: None,
-    };
+    let info = PassInfo::synthetic("bench-read", "bench", cells);
     store::write_pass_info(dir, &info)?;
     let words = [" the", " river", " ran", " cold", " and", " clear", ",", " past"];
     let mut out = BufWriter::new(File::create(dir.join(RUNS_FILE))?);

@@ -45,17 +45,8 @@ fn twelve_cell_pass() -> Pass {
     for family in families {
         for engine in engines {
             cells.push(CellInfo {
-                id: format!("c{}", cells.len()),
-                engine: EngineInfo { name: engine.to_owned(), version: "1.0".to_owned(), version_source: "user".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
-                model: family.to_owned(),
-                family: None,
-                lane: "text".to_owned(),
                 build: BuildInfo { sha256: Some(format!("{:064x}", cells.len() + 1)), files: vec![] },
-                restarted_on_resume: false,
-                request_extra: None,
-                ignore_eos_logit_bias: None,
-                past_eos: None,
-                cache_flush: None,
+                ..CellInfo::new(format!("c{}", cells.len()), EngineInfo { name: engine.to_owned(), version: "1.0".to_owned(), version_source: "user".to_owned(), ..EngineInfo::default() }, family.to_owned())
             });
         }
     }
@@ -84,22 +75,5 @@ fn twelve_cell_pass() -> Pass {
             }
         }
     }
-    Pass {
-        dir: "bench".into(),
-        info: PassInfo {
-            schema_version: SCHEMA_VERSION,
-            pass_id: "bench-12-cells".to_owned(),
-            status: PassStatus::Complete,
-            started_at: String::new(),
-            finished_at: None,
-            benchpass: harness::provenance::benchpass_info(),
-            machine: MachineInfo { name: "bench".to_owned(), ..MachineInfo::default() },
-            cells,
-            request: None,
-            harness_cpu_seconds: None,
-            imported_from: None,
-        },
-        runs,
-        torn_tail: None,
-    }
+    Pass { dir: "bench".into(), ..Pass::in_memory(PassInfo::synthetic("bench-12-cells", "bench", cells), runs) }
 }

@@ -96,33 +96,9 @@ fn a_multi_token_event_counts_its_tokens() {
 }
 
 fn pass(runs: Vec<RunRecord>) -> Pass {
-    let cell = CellInfo {
-        id: "c".to_owned(),
-        engine: EngineInfo { name: "sim".to_owned(), version: "1".to_owned(), version_source: "user".to_owned(), ..EngineInfo::default() },
-        model: "m".to_owned(),
-        family: None,
-        lane: "text".to_owned(),
-        build: BuildInfo::default(),
-        restarted_on_resume: false,
-        request_extra: None,
-        ignore_eos_logit_bias: None,
-        past_eos: None,
-        cache_flush: None,
-    };
-    let info = PassInfo {
-        schema_version: SCHEMA_VERSION,
-        pass_id: "hand".to_owned(),
-        status: PassStatus::Complete,
-        started_at: String::new(),
-        finished_at: None,
-        benchpass: BenchpassInfo { version: "0".to_owned(), git_commit: None },
-        machine: MachineInfo { name: "m1".to_owned(), ..MachineInfo::default() },
-        cells: vec![cell],
-        request: None,
-        harness_cpu_seconds: None,
-        imported_from: None,
-    };
-    Pass { dir: std::path::PathBuf::new(), info, runs, torn_tail: None }
+    let engine = EngineInfo { name: "sim".to_owned(), version: "1".to_owned(), version_source: "user".to_owned(), ..EngineInfo::default() };
+    let info = PassInfo::synthetic("hand", "m1", vec![CellInfo::new("c", engine, "m")]);
+    Pass::in_memory(info, runs)
 }
 
 #[test]

@@ -239,26 +239,17 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
                 found: machine,
             });
         }
+        let engine = EngineInfo {
+            name: row.text("engine")?,
+            version: row.text("engine_version")?,
+            version_source: "imported".to_owned(),
+            sha256: row.sha256("engine_sha256")?,
+            ..EngineInfo::default()
+        };
         let cell = CellInfo {
-            id: String::new(),
-            engine: EngineInfo {
-                name: row.text("engine")?,
-                version: row.text("engine_version")?,
-                version_source: "imported".to_owned(),
-                sha256: row.sha256("engine_sha256")?,
-                url: None,
-                memory_of: None,
-                memory_measure: None,
-            },
-            model: row.text("model")?,
-            family: None,
             lane: row.text("lane")?,
             build: BuildInfo { sha256: row.sha256("build_sha256")?, files: vec![] },
-            restarted_on_resume: false,
-            request_extra: None,
-            ignore_eos_logit_bias: None,
-            past_eos: None,
-            cache_flush: None,
+            ..CellInfo::new(String::new(), engine, row.text("model")?)
         };
         let cell_id = match build.cells.iter().find(|c| same_cell(c, &cell)) {
             Some(existing) => existing.id.clone(),

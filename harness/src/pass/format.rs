@@ -476,8 +476,54 @@ impl EventRecord {
 }
 
 impl CellInfo {
+    /// A cell with its engine and model and nothing else recorded (lane `text`, no build hash):
+    /// what a pass writer, an importer or a test fills in from there, so that a field added to
+    /// cells is written in one place.
+    pub fn new(id: impl Into<String>, engine: EngineInfo, model: impl Into<String>) -> CellInfo {
+        CellInfo {
+            id: id.into(),
+            engine,
+            model: model.into(),
+            family: None,
+            lane: "text".to_owned(),
+            build: BuildInfo::default(),
+            restarted_on_resume: false,
+            request_extra: None,
+            ignore_eos_logit_bias: None,
+            past_eos: None,
+            cache_flush: None,
+        }
+    }
+
     pub fn family(&self) -> &str {
         self.family.as_deref().unwrap_or(&self.model)
+    }
+}
+
+impl EngineInfo {
+    /// An engine known by its name only: no version yet (its source `unknown`), nothing hashed.
+    pub fn named(name: impl Into<String>) -> EngineInfo {
+        EngineInfo { name: name.into(), version_source: "unknown".to_owned(), ..EngineInfo::default() }
+    }
+}
+
+impl PassInfo {
+    /// The provenance of a complete pass made by a program rather than measured (tests and
+    /// benchmarks): this benchpass, no times, no request parameters.
+    pub fn synthetic(pass_id: impl Into<String>, machine: impl Into<String>, cells: Vec<CellInfo>) -> PassInfo {
+        PassInfo {
+            schema_version: SCHEMA_VERSION,
+            pass_id: pass_id.into(),
+            status: PassStatus::Complete,
+            started_at: String::new(),
+            finished_at: None,
+            benchpass: crate::provenance::benchpass_info(),
+            machine: MachineInfo { name: machine.into(), ..MachineInfo::default() },
+            cells,
+            request: None,
+            harness_cpu_seconds: None,
+            imported_from: None,
+        }
     }
 }
 

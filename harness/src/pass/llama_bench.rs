@@ -69,17 +69,9 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
             None => {
                 let id = format!("c{}", cells.len());
                 cells.push(CellInfo {
-                    id: id.clone(),
-                    engine: EngineInfo { name: "llama.cpp".to_owned(), version, version_source: "llama-bench".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
-                    model: t.model_filename.clone(),
                     family: Some(t.model_type.clone()),
                     lane,
-                    build: BuildInfo::default(),
-                    restarted_on_resume: false,
-                    request_extra: None,
-                    ignore_eos_logit_bias: None,
-                    past_eos: None,
-                    cache_flush: None,
+                    ..CellInfo::new(id.clone(), EngineInfo { version, version_source: "llama-bench".to_owned(), ..EngineInfo::named("llama.cpp") }, t.model_filename.clone())
                 });
                 id
             }

@@ -246,6 +246,11 @@ pub struct TornTail {
 }
 
 impl Pass {
+    /// A pass held in memory only, never read from or written to a folder (tests, benchmarks).
+    pub fn in_memory(info: PassInfo, runs: Vec<RunRecord>) -> Pass {
+        Pass { dir: PathBuf::new(), info, runs, torn_tail: None }
+    }
+
     pub fn cell(&self, id: &str) -> Option<&super::format::CellInfo> {
         self.info.cells.iter().find(|c| c.id == id)
     }

@@ -91,27 +91,8 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
         let index = match cells.iter().position(|c| c.model == result.model_id && c.lane == result.lane) {
             Some(i) => i,
             None => {
-                cells.push(CellInfo {
-                    id: format!("c{}", cells.len()),
-                    engine: EngineInfo {
-                        name: engine.clone(),
-                        version: String::new(),
-                        version_source: "unknown".to_owned(),
-                        sha256: None,
-                        url: None,
-                        memory_of: None,
-                        memory_measure: None,
-                    },
-                    model: result.model_id.clone(),
-                    family: None,
-                    lane: result.lane.clone(),
-                    build: BuildInfo::default(),
-                    restarted_on_resume: false,
-                    request_extra: None,
-                    ignore_eos_logit_bias: None,
-                    past_eos: None,
-                    cache_flush: None,
-                });
+                let cell = CellInfo::new(format!("c{}", cells.len()), EngineInfo::named(engine.clone()), result.model_id.clone());
+                cells.push(CellInfo { lane: result.lane.clone(), ..cell });
                 reps.push(0);
                 cells.len() - 1
             }

@@ -265,19 +265,8 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                     .iter()
                     .map(|(id, engine, model)| {
                         let m = plan.model(model);
-                        CellInfo {
-                            id: id.clone(),
-                            engine: EngineInfo { name: (*engine).to_owned(), version: String::new(), version_source: "unknown".to_owned(), sha256: None, url: None, memory_of: None, memory_measure: None },
-                            model: m.id.clone().unwrap_or_else(|| m.name.get_ref().clone()),
-                            family: m.family.clone(),
-                            lane: m.lane.clone(),
-                            build: BuildInfo::default(),
-                            restarted_on_resume: false,
-                            request_extra: None,
-                            ignore_eos_logit_bias: None,
-                            past_eos: None,
-                            cache_flush: None,
-                        }
+                        let model_id = m.id.clone().unwrap_or_else(|| m.name.get_ref().clone());
+                        CellInfo { family: m.family.clone(), lane: m.lane.clone(), ..CellInfo::new(id.clone(), EngineInfo::named(*engine), model_id) }
                     })
                     .collect();
             let params = RequestParams { order: plan.order, ..runner::request_params(&base_request, request.concurrency, steps.clone()) };
