@@ -406,7 +406,8 @@ fn spec_acceptance((drafted, accepted): (u64, u64), group: &[&RunFacts]) -> Opti
 /// way to (`past_eos = unsupported`): its short stops are the engine's EOS, not a fault.
 fn cannot_be_held_to_cap<'a>(pass: &Pass, info: Option<&'a harness::pass::CellInfo>, g: &Group) -> Option<&'a str> {
     let info = info.filter(|c| c.past_eos == Some(harness::plan::presets::IgnoreEos::Unsupported))?;
-    let asked = pass.info.request.as_ref()?.steps.iter().any(|s| s.workload == g.workload && s.target_prompt_tokens == g.target && s.ignore_eos);
+    let request = pass.info.request.as_ref()?;
+    let asked = request.ignore_eos || request.steps.iter().any(|s| s.workload == g.workload && s.target_prompt_tokens == g.target && s.ignore_eos);
     asked.then_some(info.engine.name.as_str())
 }
 

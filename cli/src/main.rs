@@ -196,9 +196,16 @@ struct RunArgs {
     /// /v1/models lists, recorded as picked; an error when it lists several].
     #[arg(long)]
     model: Option<String>,
-    /// Engine name for the record, e.g. llama.cpp, vllm, mlx-lm.
-    #[arg(long, default_value = "openai-compatible")]
-    engine: String,
+    /// Engine name for the record, e.g. llama.cpp, vllm, mlx-lm [default: the --preset's name, else
+    /// openai-compatible].
+    #[arg(long)]
+    engine: Option<String>,
+    /// What benchpass knows of the engine, as a plan's `preset` (benchpass plan presets NAME):
+    /// how its version is read, its metrics and draft counters, its way past EOS (nothing is sent
+    /// that it would reject), its request fields (llama-cpp: cache_prompt false), and the flush of
+    /// its prefix cache before the runs (sglang, vllm).
+    #[arg(long, value_name = "NAME", value_parser = parse_preset)]
+    preset: Option<&'static harness::plan::presets::Preset>,
     /// Engine version; when absent, asked of the server (/version, /api/version, /props).
     #[arg(long)]
     engine_version: Option<String>,
@@ -909,7 +916,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let options = RunOptions {
         url,
-        engine: args.engine,
+        engine: args.engine.unwrap_or_else(|| args.preset.map_or("openai-compatible", |p| p.name).to_owned()),
+        preset: args.preset,
         engine_version: args.engine_version,
         engine_path: args.engine_path,
         weights: args.weights,
@@ -1049,6 +1057,11 @@ fn parse_temperature(text: &str) -> Result<f64, String> {
         Ok(t) if (0.0..=max).contains(&t) => Ok(t),
         _ => Err(format!("expected a temperature from 0 to {max}, found `{text}`")),
     }
+}
+
+fn parse_preset(name: &str) -> Result<&'static harness::plan::presets::Preset, String> {
+    use harness::plan::presets;
+    presets::preset(name).ok_or_else(|| format!("no preset `{name}`; one of: {}", presets::names().join(", ")))
 }
 
 fn parse_fault(name: &str) -> Result<harness::sim::Fault, String> {

@@ -39,6 +39,10 @@ pub struct RunOptions {
     /// Requests at Poisson arrivals (`--request-rate`); `concurrency` then caps the streams.
     pub arrivals: Option<Arrivals>,
     pub request: RequestConfig,
+    /// What benchpass knows of the engine (`--preset`): its version, metrics, draft counters,
+    /// way past EOS, request fields and cache flush, as in a plan; `None` for a plain
+    /// OpenAI-compatible server.
+    pub preset: Option<&'static crate::plan::presets::Preset>,
     pub out: Option<PathBuf>,
     pub pass_id: Option<String>,
     pub progress: crate::progress::ProgressMode,
@@ -76,10 +80,26 @@ impl RunOptions {
                 first_token_timeout: std::time::Duration::from_secs(600),
                 idle_timeout: std::time::Duration::from_secs(60),
             },
+            preset: None,
             out: None,
             pass_id: None,
             progress: crate::progress::ProgressMode::Quiet,
         }
+    }
+
+    /// Applies the preset's request fields under the user's own, as a plan's engine does.
+    fn with_preset_applied(mut self) -> RunOptions {
+        let Some(preset) = self.preset else { return self };
+        let mut extra: serde_json::Map<String, serde_json::Value> = preset
+            .request_extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::from_str(v).unwrap_or(serde_json::Value::String((*v).to_owned()))))
+            .collect();
+        if let Some(serde_json::Value::Object(user)) = &self.request.extra {
+            extra.extend(user.clone());
+        }
+        self.request.extra = (!extra.is_empty()).then_some(serde_json::Value::Object(extra));
+        self
     }
 }
 
@@ -290,6 +310,9 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
 pub fn dry_run(options: &RunOptions) -> String {
     let model = if options.pick_model { "(the model the server lists)" } else { options.request.model.as_str() };
     let mut out = format!("c0: {} × {model} at {}\n", options.engine, options.url);
+    if let Some(flush) = options.preset.and_then(|p| p.cache_flush) {
+        out.push_str(&format!("  empty the server's prefix cache: POST {}\n", flush.path));
+    }
     let (mut requests, mut tokens) = (0u64, 0u64);
     for step in &options.steps {
         let what = match step.workload {
@@ -304,7 +327,13 @@ pub fn dry_run(options: &RunOptions) -> String {
             _ => "runs",
         };
         let streams = step.concurrency.map_or(String::new(), |n| format!(" at {n} streams"));
-        out.push_str(&format!("  {what}{streams}: {} warmup + {} {unit} × {} tokens\n", step.warmup, step.runs, step.max_tokens));
+        let may_stop_short = match options.preset {
+            Some(p) if p.ignore_eos.may_stop_short() && (step.ignore_eos || options.request.ignore_eos) => {
+                format!(" (may stop short: the {} preset has no way past EOS)", p.name)
+            }
+            _ => String::new(),
+        };
+        out.push_str(&format!("  {what}{streams}: {} warmup + {} {unit} × {} tokens{may_stop_short}\n", step.warmup, step.runs, step.max_tokens));
         let n: u64 = all_slots(std::slice::from_ref(step)).iter().map(runs_in_slot).sum();
         requests += n;
         tokens += n * step.max_tokens;
@@ -503,7 +532,9 @@ pub async fn run_jobs(
     Ok(true)
 }
 
-pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
+pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
+    let user_set_cache_prompt = options.request.extra.as_ref().is_some_and(|e| e.get("cache_prompt").is_some());
+    let mut options = options.with_preset_applied();
     let started_at = provenance::utc_now_rfc3339();
     let base = probe::base_url(&options.url)?;
     let api_key = api_key(options.api_key_env.as_deref())?;
@@ -515,6 +546,11 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
 
     // Probe before anything touches the disk: an unreachable server leaves no half-written pass.
     let facts = probe_server(&http, &base, api_key.as_deref(), &options.request.model, options.engine_version.as_deref()).await?;
+    let (version, version_source) = match (options.preset, &options.engine_version) {
+        (Some(preset), None) => crate::plan::lifecycle::read_version(preset, None, options.engine_path.as_deref(), &http, &base).await,
+        _ => None,
+    }
+    .unwrap_or_else(|| (facts.version.clone(), facts.version_source.clone()));
     let engine_sha256 = match &options.engine_path {
         Some(path) => Some(provenance::hash_file(path, &|_| {}).with_context(|| format!("--engine-path {}", path.display()))?),
         None => None,
@@ -531,10 +567,31 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
     // benchpass did not start this server; when it listens on this machine its memory is
     // sampled all the same.
     let listener = crate::memory::listener_of(&base);
+    let past_eos = options.preset.map(|p| p.ignore_eos);
+    let asked_past_eos = options.request.ignore_eos || options.steps.iter().any(|s| s.ignore_eos);
+    let ignore_eos_bias = match options.preset {
+        Some(preset) => crate::plan::eos::bias_for(preset.ignore_eos, options.weights.as_deref(), asked_past_eos).unwrap_or_else(|why| {
+            eprintln!("{}", crate::progress::printable(&format!("warning: {} ignores `ignore_eos` and {why}: runs may stop early (they are flagged if so)", preset.name)));
+            None
+        }),
+        None => None,
+    };
+    let cache_flush = match options.preset.and_then(|p| p.cache_flush) {
+        Some(flush) => {
+            let record = crate::plan::lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
+            let line = match &record.detail {
+                None => format!("emptied the server's prefix cache: {}", record.request),
+                Some(why) => format!("warning: {} did not empty the prefix cache ({why}): the runs may be served from it", record.request),
+            };
+            eprintln!("{}", crate::progress::printable(&line));
+            Some(record)
+        }
+        None => None,
+    };
     let engine = EngineInfo {
         name: options.engine.clone(),
-        version: facts.version.clone(),
-        version_source: facts.version_source.clone(),
+        version,
+        version_source,
         sha256: engine_sha256,
         url: Some(base.clone()),
         memory_of: listener.as_ref().map(crate::memory::Listener::describe),
@@ -544,6 +601,10 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         family: options.family.clone(),
         lane: options.lane.clone(),
         build,
+        request_extra: options.preset.and(options.request.extra.clone()),
+        ignore_eos_logit_bias: ignore_eos_bias.clone(),
+        past_eos,
+        cache_flush,
         ..CellInfo::new("c0", engine, options.request.model.clone())
     }];
     let params = RequestParams {
@@ -566,13 +627,14 @@ pub async fn run_pass(mut options: RunOptions) -> anyhow::Result<PassSummary> {
         cell_id: "c0",
         concurrency: options.concurrency,
         memory: sampler.as_deref(),
-        metrics_url: None,
-        draft_log: None,
+        metrics_url: options.preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
+        draft_log: options.preset.and_then(|p| crate::plan::run::draft_log(p, false, listener.is_some(), std::path::Path::new(""))),
         live: Some(progress.live()),
-        ignore_eos_logit_bias: None,
-        send_ignore_eos: true,
-        // Nothing turned the cache off: the engine's own default holds.
-        agent_cache_prompt: false,
+        ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
+        send_ignore_eos: past_eos != Some(crate::plan::presets::IgnoreEos::Unsupported),
+        // As in a plan: a preset that turns the prompt cache off (llama.cpp) has it on for agent
+        // sessions, unless the user's --extra sets it.
+        agent_cache_prompt: options.preset.is_some_and(|p| p.request_extra.contains(&("cache_prompt", "false"))) && !user_set_cache_prompt,
         arrivals: options.arrivals,
     };
     let mut summary = new_summary(&dir);
@@ -745,6 +807,13 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     // so that every prompt is cold), and so does a cell whose user set it; docs/agent.md.
     if job.workload == Workload::Agent && target.agent_cache_prompt {
         body["cache_prompt"] = serde_json::Value::Bool(true);
+    }
+    if !target.send_ignore_eos {
+        // `--ignore-eos` put it in every body; an engine with no way past EOS is sent nothing
+        // it would reject or drop.
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("ignore_eos");
+        }
     }
     if job.ignore_eos {
         if target.send_ignore_eos {

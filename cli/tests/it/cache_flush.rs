@@ -81,3 +81,44 @@ fn a_flush_the_server_refuses_is_recorded_and_the_runs_go_on() {
         "{md}"
     );
 }
+
+#[test]
+fn a_url_run_under_a_preset_flushes_reads_and_sends_as_a_plan_would() {
+    let sim = Sim::start(&["--prefix-cache", "--decode-tps", "2000", "--eos-after", "5"]);
+    let tmp = temp_dir();
+    let url = ["run", "--url", &sim.url, "--model", "sim-model", "--runs", "2", "--max-tokens", "12", "--ignore-eos", "--progress", "quiet"];
+
+    // Plain: ignore_eos is sent and the sim honours it; nothing is flushed.
+    let plain = run_pass(&sim, &tmp.path().join("plain"), &["--runs", "2", "--max-tokens", "12", "--ignore-eos"]);
+    assert!(plain.runs.iter().all(|r| r.completion_tokens == Some(12)));
+    assert_eq!((plain.info.cells[0].past_eos, plain.info.cells[0].cache_flush.as_ref()), (None, None));
+
+    // SGLang: the prefix cache the plain pass filled is emptied first, and the engine is named so.
+    let dry = benchpass(&[&url[..], &["--preset", "sglang", "--dry-run"]].concat());
+    let dry = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.starts_with(&format!("c0: sglang × sim-model at {}\n  empty the server's prefix cache: POST /flush_cache?timeout=30\n", sim.url)), "{dry}");
+    let out = tmp.path().join("sglang");
+    let output = benchpass(&[&url[..], &["--preset", "sglang", "--out", out.to_str().unwrap()]].concat());
+    let pass = harness::pass::read_pass(&out).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    let cell = &pass.info.cells[0];
+    assert_eq!(cell.engine.name, "sglang");
+    assert!(cell.cache_flush.as_ref().is_some_and(|f| f.flushed), "{:?}", cell.cache_flush);
+    assert_eq!(pass.runs[0].cached_prompt_tokens, Some(0), "cold after the flush");
+    assert_eq!(cell.past_eos, Some(harness::plan::presets::IgnoreEos::Field));
+    assert!(pass.runs.iter().all(|r| r.completion_tokens == Some(12)), "ignore_eos sent");
+    assert!(pass.info.request.as_ref().unwrap().ignore_eos, "recorded as asked, as without a preset");
+
+    // Rapid-MLX has no way past EOS: nothing is sent for it, the sim's EOS holds, and the
+    // dry run and the report say why the runs stop short.
+    let dry = benchpass(&[&url[..], &["--preset", "rapid-mlx", "--dry-run"]].concat());
+    assert!(String::from_utf8_lossy(&dry.stdout).contains("× 12 tokens (may stop short: the rapid-mlx preset has no way past EOS)"));
+    let out = tmp.path().join("rapid");
+    benchpass(&[&url[..], &["--preset", "rapid-mlx", "--out", out.to_str().unwrap()]].concat());
+    let pass = harness::pass::read_pass(&out).unwrap();
+    assert_eq!(pass.info.cells[0].past_eos, Some(harness::plan::presets::IgnoreEos::Unsupported));
+    assert!(pass.runs.iter().all(|r| r.completion_tokens == Some(5) && r.error.is_none()), "stopped at the sim's EOS");
+    let report = tmp.path().join("report");
+    assert!(benchpass(&["report", out.to_str().unwrap(), "--out", report.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("stopped before 12 tokens: rapid-mlx has no way past EOS, so it cannot be held to its token cap"), "{md}");
+}

@@ -246,6 +246,32 @@ pub async fn flush_cache(http: &reqwest::Client, base: &str, api_key: Option<&st
     crate::pass::CacheFlushRecord { request, status, flushed: detail.is_none(), detail }
 }
 
+/// The engine's version the way its preset (or the plan's `command`) reads it: the command's
+/// first line, or the preset's endpoint field; `None` when that gives nothing, and the generic
+/// probe's answer stands. The source names the program (not its local path) and its arguments,
+/// or `GET <path>`.
+pub async fn read_version(
+    preset: &super::presets::Preset,
+    command: Option<Vec<String>>,
+    executable: Option<&Path>,
+    http: &reqwest::Client,
+    base: &str,
+) -> Option<(String, String)> {
+    use serde_json::Value;
+    if let Some(argv) = command.or_else(|| preset.version.argv(executable)) {
+        let version = version_from_command(&argv)?;
+        // The program by name: its hash identifies it; a local path would only leak.
+        let program = Path::new(&argv[0]).file_name().map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned());
+        let source = std::iter::once(program).chain(argv[1..].iter().cloned()).collect::<Vec<_>>().join(" ");
+        return Some((crate::probe::server_string(&version), source));
+    }
+    let super::presets::VersionFrom::Endpoint { path, pointer } = preset.version else { return None };
+    let response = http.get(format!("{base}{path}")).timeout(Duration::from_secs(10)).send().await.ok()?;
+    let body = response.json::<Value>().await.ok()?;
+    let version = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty())?;
+    Some((crate::probe::server_string(version), format!("GET {path}")))
+}
+
 /// The first non-empty line a command prints (on stdout or stderr), if it succeeds.
 pub fn version_from_command(argv: &[String]) -> Option<String> {
     let (program, args) = argv.split_first()?;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::file::{expand_home, find_executable, resolve, EngineSpec, Plan};
 use super::kv_cache;
 use super::lifecycle::{self, Placeholders};
-use super::presets::{self, IgnoreEos, VersionFrom};
+use super::presets::{self, IgnoreEos};
 use crate::client::{Api, RequestConfig};
 use crate::pass::*;
 use crate::progress::{Progress, ProgressMode};
@@ -194,7 +194,7 @@ fn preset_of(spec: &EngineSpec) -> &'static presets::Preset {
 /// Where to read draft acceptance for an engine that only logs it (oMLX): the output benchpass
 /// captured from the engine it started, or, for a server on this machine that benchpass did not
 /// start, the engine's own log file.
-fn draft_log(preset: &presets::Preset, started: bool, local: bool, captured: &std::path::Path) -> Option<crate::engine_log::LogWatch> {
+pub(crate) fn draft_log(preset: &presets::Preset, started: bool, local: bool, captured: &std::path::Path) -> Option<crate::engine_log::LogWatch> {
     let presets::DraftCounters::LogOnly { file, marker } = preset.draft_counters else { return None };
     let path = match (started, local) {
         (true, _) => captured.to_path_buf(),
@@ -376,27 +376,12 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             .map(|e| e.get_ref().clone())
             .or_else(|| spec.start.as_ref().and_then(|s| s.get_ref().first().map(|p| fill.fill(p))))
             .and_then(|p| find_executable(&p));
-        let (mut version, mut version_source) = (facts.version.clone(), facts.version_source.clone());
         // The plan's command, else the preset's way, else what the generic probe found.
-        let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv)).or_else(|| preset.version.argv(executable.as_deref()));
-        if let Some(argv) = command {
-            if let Some(v) = lifecycle::version_from_command(&argv) {
-                version = crate::probe::server_string(&v);
-                // The program by name: its hash identifies it; a local path would only leak.
-                let program = std::path::Path::new(&argv[0]).file_name().map_or_else(|| argv[0].clone(), |n| n.to_string_lossy().into_owned());
-                version_source = std::iter::once(program).chain(argv[1..].iter().cloned()).collect::<Vec<_>>().join(" ");
-            }
-        } else if let VersionFrom::Endpoint { path, pointer } = preset.version {
-            let url = format!("{base}{path}");
-            if let Ok(response) = http.get(&url).timeout(Duration::from_secs(10)).send().await {
-                if let Ok(body) = response.json::<Value>().await {
-                    if let Some(v) = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty()) {
-                        version = crate::probe::server_string(v);
-                        version_source = format!("GET {path}");
-                    }
-                }
-            }
-        }
+        let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv));
+        let (version, version_source) = match lifecycle::read_version(preset, command, executable.as_deref(), &http, &base).await {
+            Some(read) => read,
+            None => (facts.version.clone(), facts.version_source.clone()),
+        };
         // A server benchpass did not start is sampled too, when it listens on this machine.
         let listener = if engine.is_none() { crate::memory::listener_of(&base) } else { None };
         let cell = info.cells.iter_mut().find(|c| c.id == *cell_id).expect("listed above");
@@ -424,19 +409,11 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         extra.extend(to_json(&spec.extra));
         let sampled_pid = engine.as_ref().map(|e| e.pid()).or(listener.as_ref().map(|l| l.pid));
         let sampler = sampled_pid.map(crate::memory::MemorySampler::start);
-        let ignore_eos_bias = match (preset.ignore_eos, &weights) {
-            (IgnoreEos::LogitBias, Some(weights)) if steps.iter().any(|s| s.ignore_eos) => {
-                let bias = super::eos::logit_bias(&super::eos::eos_ids(weights));
-                if bias.is_none() {
-                    progress.note(&format!(
-                        "  warning: {engine_name} ignores `ignore_eos` and {} names no eos_token_id: runs may stop early (they are flagged if so)",
-                        weights.display()
-                    ));
-                }
-                bias
-            }
-            _ => None,
-        };
+        let ignore_eos_bias = super::eos::bias_for(preset.ignore_eos, weights.as_deref(), steps.iter().any(|s| s.ignore_eos))
+            .unwrap_or_else(|why| {
+                progress.note(&format!("  warning: {engine_name} ignores `ignore_eos` and {why}: runs may stop early (they are flagged if so)"));
+                None
+            });
         let cache_flush = match (preset.cache_flush, &engine) {
             (Some(flush), None) => {
                 let record = lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
