@@ -570,8 +570,8 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let past_eos = options.preset.map(|p| p.ignore_eos);
     let asked_past_eos = options.request.ignore_eos || options.steps.iter().any(|s| s.ignore_eos);
     let ignore_eos_bias = match options.preset {
-        Some(preset) => crate::plan::eos::bias_for(preset.ignore_eos, options.weights.as_deref(), asked_past_eos).unwrap_or_else(|why| {
-            eprintln!("{}", crate::progress::printable(&format!("warning: {} ignores `ignore_eos` and {why}: runs may stop early (they are flagged if so)", preset.name)));
+        Some(preset) => crate::plan::eos::bias_for(&options.engine, preset.ignore_eos, options.weights.as_deref(), asked_past_eos).unwrap_or_else(|warning| {
+            eprintln!("{}", crate::progress::printable(&warning));
             None
         }),
         None => None,
@@ -579,11 +579,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
     let cache_flush = match options.preset.and_then(|p| p.cache_flush) {
         Some(flush) => {
             let record = crate::plan::lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
-            let line = match &record.detail {
-                None => format!("emptied the server's prefix cache: {}", record.request),
-                Some(why) => format!("warning: {} did not empty the prefix cache ({why}): the runs may be served from it", record.request),
-            };
-            eprintln!("{}", crate::progress::printable(&line));
+            eprintln!("{}", crate::progress::printable(&crate::plan::lifecycle::flush_note(&record)));
             Some(record)
         }
         None => None,

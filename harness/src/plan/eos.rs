@@ -27,21 +27,22 @@ pub fn eos_ids(weights: &Path) -> Vec<u64> {
     ids
 }
 
-/// The `logit_bias` that holds an engine past EOS, for an engine whose preset's way is
-/// `logit_bias` and a pass with steps that ask for it: `Ok(None)` when none is needed, and an
-/// error that says why when one is needed but the weights name no EOS id (runs may then stop
-/// early; they are flagged).
-pub fn bias_for(way: super::presets::IgnoreEos, weights: Option<&Path>, asked: bool) -> Result<Option<Value>, String> {
+/// The `logit_bias` that holds `engine` past EOS, for an engine whose preset's way is
+/// `logit_bias` and a pass with steps that ask for it: `Ok(None)` when none is needed, and the
+/// warning to print when one is needed but no EOS id is found (runs may then stop early; they
+/// are flagged).
+pub fn bias_for(engine: &str, way: super::presets::IgnoreEos, weights: Option<&Path>, asked: bool) -> Result<Option<Value>, String> {
     if !asked || !way.adds_logit_bias() {
         return Ok(None);
     }
-    let Some(weights) = weights else {
-        return Err("no weights folder was given to read its EOS ids from".to_owned());
+    let why = match weights {
+        None => "no weights folder was given to read its EOS ids from".to_owned(),
+        Some(weights) => match logit_bias(&eos_ids(weights)) {
+            Some(bias) => return Ok(Some(bias)),
+            None => format!("{} names no eos_token_id", weights.display()),
+        },
     };
-    match logit_bias(&eos_ids(weights)) {
-        Some(bias) => Ok(Some(bias)),
-        None => Err(format!("{} names no eos_token_id", weights.display())),
-    }
+    Err(format!("warning: {engine} ignores `ignore_eos` and {why}: runs may stop early (they are flagged if so)"))
 }
 
 /// `{"<id>": -1e9, ...}`, or `None` when there are no ids.

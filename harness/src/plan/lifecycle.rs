@@ -246,6 +246,14 @@ pub async fn flush_cache(http: &reqwest::Client, base: &str, api_key: Option<&st
     crate::pass::CacheFlushRecord { request, status, flushed: detail.is_none(), detail }
 }
 
+/// The line the terminal gets about a flush: done, or a warning that says why not.
+pub fn flush_note(record: &crate::pass::CacheFlushRecord) -> String {
+    match &record.detail {
+        None => format!("emptied the server's prefix cache: {}", record.request),
+        Some(why) => format!("warning: {} did not empty the prefix cache ({why}): the runs may be served from it", record.request),
+    }
+}
+
 /// The engine's version the way its preset (or the plan's `command`) reads it: the command's
 /// first line, or the preset's endpoint field; `None` when that gives nothing, and the generic
 /// probe's answer stands. The source names the program (not its local path) and its arguments,

@@ -409,18 +409,15 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         extra.extend(to_json(&spec.extra));
         let sampled_pid = engine.as_ref().map(|e| e.pid()).or(listener.as_ref().map(|l| l.pid));
         let sampler = sampled_pid.map(crate::memory::MemorySampler::start);
-        let ignore_eos_bias = super::eos::bias_for(preset.ignore_eos, weights.as_deref(), steps.iter().any(|s| s.ignore_eos))
-            .unwrap_or_else(|why| {
-                progress.note(&format!("  warning: {engine_name} ignores `ignore_eos` and {why}: runs may stop early (they are flagged if so)"));
+        let ignore_eos_bias = super::eos::bias_for(engine_name, preset.ignore_eos, weights.as_deref(), steps.iter().any(|s| s.ignore_eos))
+            .unwrap_or_else(|warning| {
+                progress.note(&format!("  {warning}"));
                 None
             });
         let cache_flush = match (preset.cache_flush, &engine) {
             (Some(flush), None) => {
                 let record = lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
-                match &record.detail {
-                    None => progress.note(&format!("  emptied the engine's prefix cache: {}", record.request)),
-                    Some(why) => progress.note(&format!("  warning: {} did not empty the prefix cache ({why}): the runs may be served from it", record.request)),
-                }
+                progress.note(&format!("  {}", lifecycle::flush_note(&record)));
                 Some(record)
             }
             _ => None,
