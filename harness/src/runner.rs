@@ -90,11 +90,7 @@ impl RunOptions {
     /// Applies the preset's request fields under the user's own, as a plan's engine does.
     fn with_preset_applied(mut self) -> RunOptions {
         let Some(preset) = self.preset else { return self };
-        let mut extra: serde_json::Map<String, serde_json::Value> = preset
-            .request_extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), serde_json::from_str(v).unwrap_or(serde_json::Value::String((*v).to_owned()))))
-            .collect();
+        let mut extra = preset.request_fields();
         if let Some(serde_json::Value::Object(user)) = &self.request.extra {
             extra.extend(user.clone());
         }

@@ -465,6 +465,15 @@ impl Preset {
         self.assumed.contains(&key)
     }
 
+    /// The request fields the preset adds (`request_extra`) as JSON: a value that is JSON as
+    /// written (`false`, `1`) is that value, anything else a string.
+    pub fn request_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.request_extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String((*v).to_owned()))))
+            .collect()
+    }
+
     /// Where the value under `key` was read, if it was.
     pub fn source_of(&self, key: &str) -> Option<&'static str> {
         self.sources.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)
@@ -498,7 +507,7 @@ pub fn describe(preset: &Preset) -> serde_json::Value {
         "version": version,
         "kv_cache_dirs": preset.kv_cache_dirs,
         "metrics_path": preset.metrics_path,
-        "request_extra": preset.request_extra.iter().map(|(k, v)| (k.to_string(), serde_json::from_str(v).unwrap_or(json!(v)))).collect::<serde_json::Map<_, _>>(),
+        "request_extra": preset.request_fields(),
         "ignore_eos": ignore_eos,
         "draft_counters": draft_counters,
         "cache_flush": cache_flush,

@@ -403,9 +403,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         writer.update_info(&info)?;
 
         let mut extra = base_request.extra.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
-        for (key, value) in preset.request_extra {
-            extra.insert((*key).to_owned(), serde_json::from_str(value).unwrap_or(Value::String((*value).to_owned())));
-        }
+        extra.extend(preset.request_fields());
         extra.extend(to_json(&spec.extra));
         let sampled_pid = engine.as_ref().map(|e| e.pid()).or(listener.as_ref().map(|l| l.pid));
         let sampler = sampled_pid.map(crate::memory::MemorySampler::start);
