@@ -561,8 +561,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan(PlanCommand::Presets { name, json }) => {
             use harness::plan::presets;
             let chosen: Vec<&presets::Preset> = match &name {
-                Some(name) => vec![presets::preset(name)
-                    .ok_or_else(|| anyhow::anyhow!("no preset `{name}`; the presets are {}", presets::names().join(", ")))?],
+                Some(name) => vec![parse_preset(name).map_err(anyhow::Error::msg)?],
                 None => presets::PRESETS.iter().collect(),
             };
             let described: Vec<serde_json::Value> = chosen.iter().map(|p| presets::describe(p)).collect();

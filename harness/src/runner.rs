@@ -306,8 +306,8 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
 pub fn dry_run(options: &RunOptions) -> String {
     let model = if options.pick_model { "(the model the server lists)" } else { options.request.model.as_str() };
     let mut out = format!("c0: {} × {model} at {}\n", options.engine, options.url);
-    if let Some(flush) = options.preset.and_then(|p| p.cache_flush) {
-        out.push_str(&format!("  empty the server's prefix cache: POST {}\n", flush.path));
+    if let Some(line) = options.preset.and_then(|p| p.dry_run_flush()) {
+        out.push_str(&line);
     }
     let (mut requests, mut tokens) = (0u64, 0u64);
     for step in &options.steps {
@@ -323,12 +323,7 @@ pub fn dry_run(options: &RunOptions) -> String {
             _ => "runs",
         };
         let streams = step.concurrency.map_or(String::new(), |n| format!(" at {n} streams"));
-        let may_stop_short = match options.preset {
-            Some(p) if p.ignore_eos.may_stop_short() && (step.ignore_eos || options.request.ignore_eos) => {
-                format!(" (may stop short: the {} preset has no way past EOS)", p.name)
-            }
-            _ => String::new(),
-        };
+        let may_stop_short = options.preset.map(|p| p.dry_run_stop_short(step.ignore_eos || options.request.ignore_eos)).unwrap_or_default();
         out.push_str(&format!("  {what}{streams}: {} warmup + {} {unit} × {} tokens{may_stop_short}\n", step.warmup, step.runs, step.max_tokens));
         let n: u64 = all_slots(std::slice::from_ref(step)).iter().map(runs_in_slot).sum();
         requests += n;
@@ -620,7 +615,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         concurrency: options.concurrency,
         memory: sampler.as_deref(),
         metrics_url: options.preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
-        draft_log: options.preset.and_then(|p| crate::plan::run::draft_log(p, false, listener.is_some(), std::path::Path::new(""))),
+        draft_log: options.preset.and_then(|p| crate::plan::run::draft_log(p, None, listener.is_some())),
         live: Some(progress.live()),
         ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
         send_ignore_eos: past_eos != Some(crate::plan::presets::IgnoreEos::Unsupported),

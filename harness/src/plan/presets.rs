@@ -474,6 +474,21 @@ impl Preset {
             .collect()
     }
 
+    /// The dry run's line for the flush of a server's prefix cache, where the preset has one.
+    pub fn dry_run_flush(&self) -> Option<String> {
+        self.cache_flush.map(|flush| format!("  empty the server's prefix cache: POST {}\n", flush.path))
+    }
+
+    /// What the dry run adds to a step that asked to run past EOS (`asked`) on an engine that
+    /// cannot be held to its cap; empty otherwise.
+    pub fn dry_run_stop_short(&self, asked: bool) -> String {
+        if asked && self.ignore_eos.may_stop_short() {
+            format!(" (may stop short: the {} preset has no way past EOS)", self.name)
+        } else {
+            String::new()
+        }
+    }
+
     /// Where the value under `key` was read, if it was.
     pub fn source_of(&self, key: &str) -> Option<&'static str> {
         self.sources.iter().find(|(k, _)| *k == key).map(|(_, s)| *s)

@@ -132,8 +132,8 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
                 out.push_str(&format!("  clear KV cache {cache}\n"));
             }
             out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", spec.health_timeout_s));
-        } else if let Some(flush) = preset_of(spec).cache_flush {
-            out.push_str(&format!("  empty the server's prefix cache: POST {}\n", flush.path));
+        } else if let Some(line) = preset_of(spec).dry_run_flush() {
+            out.push_str(&line);
         }
         let mut last_workload = None;
         for part in &visit.parts {
@@ -155,11 +155,7 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
                 (Order::Sequential, false) => format!("{measured} runs"),
             };
             // Planned as possibly short: the engine cannot be held to the cap.
-            let may_stop_short = if step.ignore_eos && preset_of(spec).ignore_eos.may_stop_short() {
-                format!(" (may stop short: the {} preset has no way past EOS)", preset_of(spec).name)
-            } else {
-                String::new()
-            };
+            let may_stop_short = preset_of(spec).dry_run_stop_short(step.ignore_eos);
             out.push_str(&format!("  {what}: {warmups} warmup + {reps} × {} tokens{may_stop_short}\n", step.max_tokens));
             let part_runs: u64 = part.slots.iter().map(runner::runs_in_slot).sum();
             runs += part_runs;
@@ -192,14 +188,14 @@ fn preset_of(spec: &EngineSpec) -> &'static presets::Preset {
 }
 
 /// Where to read draft acceptance for an engine that only logs it (oMLX): the output benchpass
-/// captured from the engine it started, or, for a server on this machine that benchpass did not
-/// start, the engine's own log file.
-pub(crate) fn draft_log(preset: &presets::Preset, started: bool, local: bool, captured: &std::path::Path) -> Option<crate::engine_log::LogWatch> {
+/// `captured` from the engine it started, or, for a server on this machine (`local`) that
+/// benchpass did not start, the engine's own log file.
+pub(crate) fn draft_log(preset: &presets::Preset, captured: Option<&std::path::Path>, local: bool) -> Option<crate::engine_log::LogWatch> {
     let presets::DraftCounters::LogOnly { file, marker } = preset.draft_counters else { return None };
-    let path = match (started, local) {
-        (true, _) => captured.to_path_buf(),
-        (false, true) => expand_home(file),
-        (false, false) => return None,
+    let path = match captured {
+        Some(captured) => captured.to_path_buf(),
+        None if local => expand_home(file),
+        None => return None,
     };
     Some(crate::engine_log::LogWatch { path, marker })
 }
@@ -438,7 +434,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             concurrency: request.concurrency,
             memory: sampler.as_deref(),
             metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
-            draft_log: draft_log(preset, engine.is_some(), listener.is_some(), &log),
+            draft_log: draft_log(preset, engine.is_some().then_some(log.as_path()), listener.is_some()),
             live: Some(progress.live()),
             ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
             // An engine with no way past EOS is sent nothing it would reject (or drop).
