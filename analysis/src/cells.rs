@@ -245,13 +245,7 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
         let Some(&i) = index.get(g.pass_id.as_str()) else { continue };
         let (from, to) = start_of[g.pass_id.as_str()];
         let mut step = cell_step(&passes[i], &facts[from..to], &concurrency[from..to], g);
-        // A step of a sweep (steps that name their own streams) gets the figures at one stream
-        // too: the 1-stream point of the throughput–latency curve.
-        let swept = passes[i].info.request.as_ref().is_some_and(|r| {
-            r.steps.iter().any(|s| (s.workload, s.target_prompt_tokens) == (step.workload, step.target_prompt_tokens) && s.concurrency.is_some())
-        });
-        let own_figures = !matches!(step.workload, Workload::Agent | Workload::Quality);
-        if crate::serving::applies(step.workload, step.concurrency) || (swept && own_figures) {
+        if crate::serving::step_has_figures(&passes[i].info, step.workload, step.target_prompt_tokens, step.concurrency) {
             let runs: Vec<&harness::pass::RunRecord> = passes[i]
                 .runs
                 .iter()

@@ -2,7 +2,7 @@
 //! cell beside it: the table every statistic starts from.
 
 use harness::metrics;
-use harness::pass::{Pass, RunRecord, TokenCountSource, Workload};
+use harness::pass::{Pass, PassInfo, RunRecord, TokenCountSource, Workload};
 use harness::runner::is_short_stop;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,19 +73,21 @@ fn usage_mismatch(run: &RunRecord) -> Option<(u64, u64)> {
 /// run's events are read, hashed into its `output_sha256` where it lacks one, and dropped;
 /// every figure stays the same (a test compares them with a full read). The readers:
 /// - `quality`: a quality run's texts and logprobs;
-/// - `serving`: every event of a run in a step at more than one stream (times, tokens per
-///   event, the last event);
+/// - `serving`: every event of a run in a step that has serving figures
+///   ([`crate::serving::step_has_figures`], the one rule the figures follow too: times, tokens
+///   per event, the last event);
 /// - `usage_mismatch` above: a run whose usage contradicts its token events (a run whose
 ///   usage agrees gives `None` with or without them);
 /// - the report's token timeline (`report::charts::token_timeline`): the first measured run
 ///   of each cell with a token event.
 ///
 /// Any new reader of `RunRecord::events` in analysis or report belongs in this list.
-pub fn events_the_figures_read() -> impl FnMut(&RunRecord) -> bool {
+pub fn events_the_figures_read(info: &PassInfo) -> impl FnMut(&RunRecord) -> bool {
     let mut timeline_cells = std::collections::HashSet::new();
+    let info = info.clone();
     move |run| {
         run.workload == Workload::Quality
-            || crate::serving::applies(run.workload, run.concurrency)
+            || crate::serving::step_has_figures(&info, run.workload, run.target_prompt_tokens, run.concurrency)
             || usage_mismatch(run).is_some()
             || (!run.warmup && run.events.iter().any(|e| e.carries_tokens()) && timeline_cells.insert(run.cell.clone()))
     }

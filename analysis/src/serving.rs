@@ -20,7 +20,7 @@
 //! few values a high percentile is the largest of them, and [`Percentiles::tail_is_max`] says so.
 
 use harness::metrics;
-use harness::pass::{RunRecord, Workload};
+use harness::pass::{PassInfo, RunRecord, Workload};
 
 /// The percentiles every latency figure gives, in the order rows list them.
 pub const PERCENTILES: [u32; 3] = [50, 90, 99];
@@ -161,6 +161,24 @@ pub fn applies(workload: Workload, concurrency: u32) -> bool {
     concurrency > 1 && !matches!(workload, Workload::Agent | Workload::Quality)
 }
 
+/// Whether the step of `workload` at `target` and `concurrency` in the pass of `info` gets
+/// serving figures: its streams ran side by side ([`applies`]), or it is a level of a sweep
+/// (a step that names its own streams, as `--concurrency 1,2,4` makes them), whose 1-stream
+/// level is the first point of the throughput–latency curve. Agent sessions and quality
+/// rounds have figures of their own. The one rule that both the figures
+/// (`cells::summarize_many`) and the light read (`runs::events_the_figures_read`: which runs
+/// keep the events the figures need) follow; when they disagreed, a sweep's 1-stream step
+/// was given a throughput over the one run whose events were kept, 8× too high.
+pub fn step_has_figures(info: &PassInfo, workload: Workload, target: u64, concurrency: u32) -> bool {
+    let own_figures = !matches!(workload, Workload::Agent | Workload::Quality);
+    let swept = || {
+        info.request
+            .as_ref()
+            .is_some_and(|r| r.steps.iter().any(|s| (s.workload, s.target_prompt_tokens) == (workload, target) && s.concurrency.is_some()))
+    };
+    applies(workload, concurrency) || (own_figures && swept())
+}
+
 /// The serving figures of one step's measured runs (warmups already left out by the caller).
 pub fn figures(concurrency: u32, runs: &[&RunRecord]) -> Serving {
     let ok: Vec<&RunRecord> = runs.iter().copied().filter(|r| !r.is_error()).collect();
@@ -246,13 +264,13 @@ pub fn itl_ms(run: &RunRecord) -> Vec<f64> {
 
 /// From the earliest start to the latest end of `runs`, in milliseconds: a run starts at its
 /// `started_unix_ms` (wall clock, whole milliseconds, read just before the request is sent)
-/// and ends its last event's `t_ns` later. `None` when no run has both.
+/// and ends its last event's `t_ns` later. `None` unless every run has both: a span over some
+/// of a step's runs would divide all their tokens by part of their time.
 pub fn span_ms(runs: &[&RunRecord]) -> Option<f64> {
     let timed: Vec<(f64, f64)> = runs
         .iter()
-        .filter(|r| r.started_unix_ms > 0)
-        .filter_map(|r| Some((r.started_unix_ms as f64, r.started_unix_ms as f64 + e2e_ms(r)?)))
-        .collect();
+        .map(|r| (r.started_unix_ms > 0).then_some(r.started_unix_ms as f64).zip(e2e_ms(r)).map(|(start, e2e)| (start, start + e2e)))
+        .collect::<Option<_>>()?;
     let start = timed.iter().map(|t| t.0).reduce(f64::min)?;
     let end = timed.iter().map(|t| t.1).reduce(f64::max)?;
     Some(end - start)

@@ -2,6 +2,7 @@
 //! same: read passes, ask `analysis` for the figures and `report` for the text, write files.
 //! The command line (`main.rs`) only parses flags and chooses where output goes.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -15,7 +16,7 @@ pub fn load(dir: &Path) -> anyhow::Result<Pass> {
         anyhow::bail!(message);
     }
     // The events no figure reads are dropped as each run is read: most of a pass's memory.
-    let pass = read_pass_keeping(dir, analysis::runs::events_the_figures_read())?;
+    let pass = read_pass_keeping(dir, analysis::runs::events_the_figures_read)?;
     if let Some(torn) = &pass.torn_tail {
         eprintln!(
             "warning: {}: line {} of runs.jsonl is cut short (the writer stopped mid-run); that run is left out",
@@ -26,15 +27,50 @@ pub fn load(dir: &Path) -> anyhow::Result<Pass> {
     Ok(pass)
 }
 
-/// Writes `contents` to `path`, making its folder.
+/// Writes `contents` to `path`, making its folder: into a temporary file beside it, synced,
+/// then renamed over `path`, so that a kill part-way leaves the old file or none, never a
+/// partial one under the final name (and a link at `path` is replaced, not written through).
 pub fn write(path: &Path, contents: &str) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+    write_with(path, |file| file.write_all(contents.as_bytes()).with_context(|| format!("writing {}", path.display())))
 }
 
-/// Writes report.md, report.html, charts/*.svg and leaderboard.csv into `out`.
+/// [`write`] with the contents made by `fill`, which may stream them (the export, one run at a
+/// time). When `fill` fails, nothing is left under `path` or beside it, and its error is
+/// returned as it is.
+pub fn write_with<T>(path: &Path, fill: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir
+        }
+        None => Path::new("."),
+    };
+    let name = path.file_name().with_context(|| format!("{}: not a file name", path.display()))?;
+    // Removed when dropped, on every path that does not reach `persist`.
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // As `File::create` would make it (the umask applies), not the temporary's owner-only mode:
+    // a report is often served or shared.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let temp = builder
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let made = {
+        let mut buffered = std::io::BufWriter::new(temp.as_file());
+        let made = fill(&mut buffered)?;
+        buffered.flush().with_context(|| format!("writing {}", path.display()))?;
+        made
+    };
+    temp.as_file().sync_all().with_context(|| format!("writing {}", path.display()))?;
+    temp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(made)
+}
+
+/// Writes report.md, report.html, charts/*.svg and leaderboard.csv into `out`. Deletes
+/// nothing: a chart an earlier render drew and this one does not is left, unlinked from the
+/// report, and named in a note.
 pub fn write_report(pass: &Pass, out: &Path, options: report::ReportOptions<'_>) -> anyhow::Result<()> {
     let steps = analysis::cells::summarize(pass)?;
     let rendered = report::render_pass_with(pass, &steps, options)?;
@@ -42,10 +78,23 @@ pub fn write_report(pass: &Pass, out: &Path, options: report::ReportOptions<'_>)
     write(&out.join("report.html"), &rendered.html)?;
     write(&out.join("leaderboard.csv"), &rendered.leaderboard_csv)?;
     let charts = out.join("charts");
-    // Charts of an earlier render that this one no longer draws would be stale: start clean.
-    let _ = std::fs::remove_dir_all(&charts);
     for chart in &rendered.charts {
         write(&charts.join(&chart.file), &chart.svg)?;
+    }
+    let drawn: Vec<&str> = rendered.charts.iter().map(|c| c.file.as_str()).collect();
+    let stale: Vec<String> = std::fs::read_dir(&charts)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".svg") && !drawn.contains(&name.as_str()))
+        .collect();
+    if !stale.is_empty() {
+        eprintln!(
+            "note: {} also holds {} from an earlier render, which this report does not draw or link (benchpass deletes nothing it did not write in this run)",
+            harness::progress::printable(&charts.display().to_string()),
+            harness::progress::printable(&stale.join(", "))
+        );
     }
     Ok(())
 }
@@ -59,12 +108,29 @@ pub fn reference(arg: &str) -> (PathBuf, Option<String>) {
     }
 }
 
+/// The folder under `reports/` that a pass's report goes to without `--out`: its pass id,
+/// which comes from a file anyone may have written, so it must pass the rule `--pass-id`
+/// passes (letters, digits, `.`, `_`, `-`; no leading `.`) before it names a folder.
+fn default_report_folder<'p>(pass: &'p Pass, pass_dir: &Path) -> anyhow::Result<&'p str> {
+    let id = pass.info.pass_id.as_str();
+    harness::runner::check_pass_id(id).with_context(|| {
+        format!(
+            "{}: its pass id cannot name the report's folder; give the folder with --out DIR",
+            pass_dir.join(harness::pass::PASS_FILE).display()
+        )
+    })?;
+    Ok(id)
+}
+
 /// The report of the pass in `pass_dir`, written into `out` (default: `reports/<pass id>/`
 /// under `root`); with a quality reference, each cell's quality beside the speed tables.
 /// Returns the folder written.
 pub fn report(pass_dir: &Path, out: Option<&Path>, root: &Path, quality_reference: Option<&str>) -> anyhow::Result<PathBuf> {
     let pass = load(pass_dir)?;
-    let out = out.map_or_else(|| root.join("reports").join(&pass.info.pass_id), Path::to_path_buf);
+    let out = match out {
+        Some(out) => out.to_path_buf(),
+        None => root.join("reports").join(default_report_folder(&pass, pass_dir)?),
+    };
     let quality = match quality_reference {
         Some(arg) => {
             let (dir, cell) = reference(arg);

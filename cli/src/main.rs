@@ -623,16 +623,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let audience = if args.for_spreadsheet { Audience::Spreadsheet } else { Audience::Tools };
             let out = args.out.as_ref().filter(|o| o.as_os_str() != "-");
             let exported = if let Some(out) = out {
-                let file = std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
-                let exported = export_pass(&args.pass, std::io::BufWriter::new(file), audience);
-                if exported.is_err() && std::fs::symlink_metadata(out).is_ok_and(|m| m.is_file()) {
-                    // The rows before a refused run would pass for the whole pass: leave none.
-                    let _ = std::fs::remove_file(out);
-                }
-                exported?
+                // Whole or not at all: the rows before a refused run, or before a kill, would
+                // pass for the whole pass.
+                benchpass::write_with(out, |file| export_pass(&args.pass, file, audience))?
             } else {
                 // Rows reach a pipe as they are made; one refused part-way exits non-zero.
-                export_pass(&args.pass, std::io::stdout().lock(), audience)?
+                let mut stdout = harness::progress::PrintableWriter::new(std::io::stdout().lock());
+                let exported = export_pass(&args.pass, &mut stdout, audience)?;
+                std::io::Write::flush(&mut stdout)?;
+                exported
             };
             if let Some(torn) = &exported.torn_tail {
                 eprintln!(
@@ -688,7 +687,7 @@ fn emit(text: &str, out: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
             benchpass::write(out, text)?;
             println!("{}", out.display());
         }
-        None => print!("{text}"),
+        None => print!("{}", harness::progress::printable_document(text)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -712,7 +711,7 @@ fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     };
     let of = benchpass::diff(&args.a, &args.b, correction)?;
     emit(&benchpass::render_diff(&of, format)?, args.out.as_deref())?;
-    eprintln!("{}", benchpass::diff_summary(&of));
+    eprintln!("{}", harness::progress::printable_block(&benchpass::diff_summary(&of)));
     let d = &of.diff;
     let engines = |rows: &[analysis::diff::DiffRow]| rows.iter().map(|r| r.engine.clone()).collect::<std::collections::BTreeSet<_>>();
     let matched: Vec<_> = d.rows.iter().filter(|r| !matches!(r.verdict, analysis::diff::Verdict::New | analysis::diff::Verdict::Gone)).cloned().collect();
@@ -720,7 +719,7 @@ fn diff_command(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         let names: Vec<String> = engines(&d.rows).into_iter().collect();
         eprintln!(
             "warning: no row of A matched a row of B (engines: {}): was --engine given the same on both sides?",
-            names.join(", ")
+            harness::progress::printable(&names.join(", "))
         );
     }
     let failed: Vec<&str> = args

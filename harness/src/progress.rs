@@ -169,27 +169,91 @@ impl Drop for Progress {
 /// `text` fit for a terminal line: secrets redacted, and control characters (escape
 /// sequences that recolour, retitle or clear the terminal, newlines that forge progress lines)
 /// shown escaped instead of obeyed. Every line benchpass prints that holds a server's or a
+/// file's words goes through here.
+pub fn printable(text: &str) -> String {
+    escape_controls(&crate::secrets::redact(text), &['\t']).replace('\t', " ")
+}
+
 /// [`printable`] line by line: a block of several lines (a table) keeps its line breaks, and
 /// nothing inside a line can start another.
 pub fn printable_block(text: &str) -> String {
     text.lines().map(printable).collect::<Vec<_>>().join("\n")
 }
 
-/// file's words goes through here.
-pub fn printable(text: &str) -> String {
-    let text = crate::secrets::redact(text);
-    if !text.chars().any(char::is_control) {
-        return text.into_owned();
+/// A whole document for stdout (a CSV, a Markdown table): line ends and tabs kept as they
+/// are, every other control character escaped, secrets redacted. What `diff`, `leaderboard`,
+/// `quality` and `export` print goes through here (or [`PrintableWriter`]); the same output
+/// written with `--out FILE` keeps its bytes.
+pub fn printable_document(text: &str) -> String {
+    escape_controls(&crate::secrets::redact(text), &['\n', '\t'])
+}
+
+/// Whether a terminal obeys `c` instead of showing it: the C0 and C1 controls (ESC starts
+/// every escape sequence; CSI, OSC and DCS have one-character forms in C1), DEL, and the
+/// bidirectional overrides and isolates that reorder what is shown around them.
+pub fn is_terminal_control(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every [`is_terminal_control`] character but those in `keep` written as its
+/// Rust escape (`\u{1b}`), so that it is seen and not obeyed.
+fn escape_controls(text: &str, keep: &[char]) -> String {
+    if !text.chars().any(|c| is_terminal_control(c) && !keep.contains(&c)) {
+        return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
-            '\t' => out.push(' '),
+            c if keep.contains(&c) => out.push(c),
+            '\t' => out.push_str("\\t"),
             c if c.is_control() => out.extend(c.escape_default()),
+            c if is_terminal_control(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }
     out
+}
+
+/// A writer for stdout that passes each line through [`printable_document`] as it is
+/// completed: a streamed document (the export's CSV, one row at a time) gets the same rule
+/// as one printed whole. Lines end at `\n`, so a UTF-8 sequence is never split.
+pub struct PrintableWriter<W: std::io::Write> {
+    inner: W,
+    line: Vec<u8>,
+}
+
+impl<W: std::io::Write> PrintableWriter<W> {
+    pub fn new(inner: W) -> PrintableWriter<W> {
+        PrintableWriter { inner, line: Vec::new() }
+    }
+
+    fn write_line(&mut self) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&self.line);
+        self.inner.write_all(printable_document(&text).as_bytes())?;
+        self.line.clear();
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for PrintableWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..=end]);
+            self.write_line()?;
+            rest = &rest[end + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    /// Writes out a line still open (the document's last, without its line end).
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.write_line()?;
+        }
+        self.inner.flush()
+    }
 }
 
 /// `c0 prompt-matrix 2048 rep 1: ttft 123.4 ms, 45.6 tok/s, 256 tokens (length)`.
@@ -263,7 +327,8 @@ impl HashProgress for HashBar {
 
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{printable, printable_document, PrintableWriter};
+    use std::io::Write as _;
 
     #[test]
     fn terminal_escapes_and_newlines_are_shown_not_obeyed() {
@@ -273,5 +338,30 @@ mod tests {
         assert!(!shown.chars().any(char::is_control), "{shown:?}");
         assert_eq!(shown, r"m\u{1b}[31mred\u{1b}]0;owned\u{7}\u{1b}[2J\nrun 9/9 ok\r");
         assert_eq!(printable("plain 12.5 tok/s"), "plain 12.5 tok/s");
+    }
+
+    #[test]
+    fn a_document_keeps_its_lines_and_tabs_and_shows_every_other_control() {
+        // ESC (title, clear), a C1 CSI, DEL, a carriage return that would overwrite the line,
+        // and a right-to-left override that would reorder it.
+        let csv = "engine,tps\nevil\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}1m\u{7f}\r\u{202e}x,1\tok\n";
+        let shown = printable_document(csv);
+        assert_eq!(shown, "engine,tps\nevil\\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{9b}1m\\u{7f}\\r\\u{202e}x,1\tok\n");
+        assert!(!shown.chars().any(|c| super::is_terminal_control(c) && c != '\n' && c != '\t'));
+        assert_eq!(printable_document("a,b\n1,2\n"), "a,b\n1,2\n");
+    }
+
+    #[test]
+    fn the_writer_gives_the_same_bytes_in_any_chunking() {
+        let text = "h\u{e9}\u{1b}[2J,\u{9b}x\n2,\u{202e}\ntail";
+        let whole = printable_document(text);
+        for size in 1..=text.len() {
+            let mut out = PrintableWriter::new(Vec::new());
+            for chunk in text.as_bytes().chunks(size) {
+                out.write_all(chunk).unwrap();
+            }
+            out.flush().unwrap();
+            assert_eq!(String::from_utf8(out.inner).unwrap(), whole, "chunks of {size}");
+        }
     }
 }

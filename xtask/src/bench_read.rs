@@ -82,7 +82,7 @@ fn measure(mode: &str, dir: &Path) -> anyhow::Result<()> {
             std::hint::black_box(analysis::cells::summarize(&pass)?);
         }
         "events_the_figures_read + summarize" => {
-            let pass = store::read_pass_keeping(dir, analysis::runs::events_the_figures_read())?;
+            let pass = store::read_pass_keeping(dir, analysis::runs::events_the_figures_read)?;
             std::hint::black_box(analysis::cells::summarize(&pass)?);
         }
         "read_pass + export_runs" => csv::export_runs(&read_pass(dir)?, &mut sink)?,

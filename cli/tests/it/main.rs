@@ -22,6 +22,8 @@ mod mlx_lm;
 mod plans;
 mod process_groups;
 mod quality;
+mod shared_passes;
 mod sizes;
+mod sweep;
 mod tls;
 mod vllm_bench;

@@ -192,7 +192,7 @@ fn the_analysis_reads_without_the_events_no_figure_reads_and_every_figure_stays_
     let tmp = temp_dir();
     for dir in passes(tmp.path()) {
         let full = read_pass(&dir).unwrap();
-        let light = read_pass_keeping(&dir, analysis::runs::events_the_figures_read()).unwrap();
+        let light = read_pass_keeping(&dir, analysis::runs::events_the_figures_read).unwrap();
         let context = dir.display();
         assert_eq!(full.runs.len(), light.runs.len(), "{context}");
         // Runs are the same but for the events dropped; the output hash is the events'.
@@ -217,7 +217,7 @@ fn the_analysis_reads_without_the_events_no_figure_reads_and_every_figure_stays_
     // The synthetic pass keeps what its readers need and drops the rest: of each cell's 4
     // measured single-stream runs per step, the events of the timeline's first one, of
     // mismatched ones, and every run at 4 streams and every quality run.
-    let light = read_pass_keeping(&tmp.path().join("sizes"), analysis::runs::events_the_figures_read()).unwrap();
+    let light = read_pass_keeping(&tmp.path().join("sizes"), analysis::runs::events_the_figures_read).unwrap();
     let kept = |f: &dyn Fn(&RunRecord) -> bool| light.runs.iter().filter(|r| f(r)).all(|r| !r.events.is_empty());
     assert!(kept(&|r| r.workload == Workload::Quality || r.concurrency == 4));
     assert!(light.runs.iter().filter(|r| r.warmup).all(|r| r.events.is_empty() || r.usage.as_ref().unwrap()["completion_tokens"] == 2));

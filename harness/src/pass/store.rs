@@ -258,7 +258,7 @@ impl Pass {
 
 /// Reads a pass whole: `pass.json` and every run with every stream event.
 pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
-    read_pass_keeping(dir, |_| true)
+    read_pass_keeping(dir, |_| |_| true)
 }
 
 /// Reads a pass keeping the stream events only of the runs for which `keep_events` says so
@@ -266,10 +266,12 @@ pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
 /// that run is read, after its `output_sha256` is filled in from them where the record lacks
 /// it (the same hash [`RunRecord::hash_output`] gives). Events are most of a pass's memory (a
 /// run of 256 tokens holds 256 of them, each with its text): a caller that needs them for a
-/// few runs holds a pass in a fraction of the memory. `analysis::runs::events_the_figures_read`
-/// is the filter the analysis reads passes with.
-pub fn read_pass_keeping(dir: &Path, mut keep_events: impl FnMut(&RunRecord) -> bool) -> Result<Pass, PassError> {
+/// few runs holds a pass in a fraction of the memory. The filter is made from the pass's
+/// `pass.json` (which steps a run belongs to decides what is read of it);
+/// `analysis::runs::events_the_figures_read` is the one the analysis reads passes with.
+pub fn read_pass_keeping<F: FnMut(&RunRecord) -> bool>(dir: &Path, keep_events: impl FnOnce(&PassInfo) -> F) -> Result<Pass, PassError> {
     let info = read_pass_info(dir)?;
+    let mut keep_events = keep_events(&info);
     let mut reader = RunReader::open(dir)?;
     let mut runs = Vec::new();
     for run in reader.by_ref() {
@@ -392,12 +394,12 @@ pub fn read_pass_info(dir: &Path) -> Result<PassInfo, PassError> {
 
 /// Reads many passes, spread over all cores (a leaderboard may read thousands); in order.
 pub fn read_passes(dirs: &[PathBuf]) -> Result<Vec<Pass>, PassError> {
-    read_passes_keeping(dirs, || |_: &RunRecord| true)
+    read_passes_keeping(dirs, |_: &PassInfo| |_: &RunRecord| true)
 }
 
 /// [`read_passes`] with [`read_pass_keeping`]'s filter of events, a new one for each pass
 /// (made by `filter`).
-pub fn read_passes_keeping<F: FnMut(&RunRecord) -> bool>(dirs: &[PathBuf], filter: impl Fn() -> F + Sync) -> Result<Vec<Pass>, PassError> {
+pub fn read_passes_keeping<F: FnMut(&RunRecord) -> bool>(dirs: &[PathBuf], filter: impl Fn(&PassInfo) -> F + Sync) -> Result<Vec<Pass>, PassError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
@@ -408,7 +410,7 @@ pub fn read_passes_keeping<F: FnMut(&RunRecord) -> bool>(dirs: &[PathBuf], filte
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(dir) = dirs.get(i) else { break };
-                let pass = read_pass_keeping(dir, filter());
+                let pass = read_pass_keeping(dir, &filter);
                 results.lock().expect("no reader panics holding the lock")[i] = Some(pass);
             });
         }

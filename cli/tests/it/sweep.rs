@@ -1,0 +1,61 @@
+//! A concurrency sweep's serving figures, held to the wall time its runs took: the light read
+//! that `report`, `diff`, `leaderboard` and the run-end table use must keep every event the
+//! figures read (one rule, `analysis::serving::step_has_figures`), or a step's throughput is
+//! worked out over part of its time.
+
+use harness::pass::store::read_pass_keeping;
+use harness::pass::{read_pass, RunRecord};
+
+use crate::support::*;
+
+/// Earliest start to latest last event of `runs`, worked out from the raw records.
+fn wall_span_ms(runs: &[&RunRecord]) -> f64 {
+    let start = runs.iter().map(|r| r.started_unix_ms as f64).fold(f64::INFINITY, f64::min);
+    let end = runs.iter().map(|r| r.started_unix_ms as f64 + r.events.last().unwrap().t_ns as f64 / 1e6).fold(0.0, f64::max);
+    end - start
+}
+
+#[test]
+fn every_step_of_a_sweep_has_its_throughput_over_the_wall_time_its_runs_took() {
+    // 200 tok/s a stream, prefill negligible: a stream can give at most 200 output tok/s.
+    let decode_tps = 200.0;
+    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let out = pass_dir(&tmp);
+    let args = ["--prompt-tokens", "512", "--runs", "8", "--max-tokens", "32", "--concurrency", "1,2,4", "--ignore-eos"];
+    let output = benchpass(
+        &[&["run", "--url", &sim.url, "--model", "sim-model", "--out", out.to_str().unwrap(), "--progress", "quiet", "--json"][..], &args[..]].concat(),
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("--json");
+
+    let whole = read_pass(&out).unwrap();
+    let light = read_pass_keeping(&out, analysis::runs::events_the_figures_read).unwrap();
+    let steps = analysis::cells::summarize(&light).unwrap();
+    for level in [1u32, 2, 4] {
+        let runs: Vec<&RunRecord> = whole.runs.iter().filter(|r| !r.warmup && r.concurrency == level).collect();
+        assert_eq!(runs.len(), 8, "level {level}");
+        let span = wall_span_ms(&runs);
+        let tokens: u64 = runs.iter().map(|r| r.completion_tokens.unwrap()).sum();
+        assert_eq!(tokens, 8 * 32);
+        let step = steps.iter().find(|s| s.concurrency == level).unwrap_or_else(|| panic!("a step at {level}"));
+        let serving = step.serving.as_ref().unwrap_or_else(|| panic!("serving figures at {level}"));
+        // The figure's span is the runs' wall time, to the float.
+        assert!((serving.span_ms.unwrap() - span).abs() < 1e-6, "level {level}: span {:?} against {span} ms", serving.span_ms);
+        let tps = serving.output_tps.unwrap();
+        assert!((tps - tokens as f64 / (span / 1e3)).abs() < 1e-6, "level {level}: {tps} tok/s");
+        // No more than the streams in flight could give: a run takes at least its 31 decode
+        // intervals of 5 ms, and each stream makes 8 / level runs one after another, so at most
+        // level × 32 tokens / 155 ms = level × 206.5 tok/s (1 % for the clock).
+        let most = level as f64 * 32.0 / (31.0 / decode_tps) * 1.01;
+        assert!(tps <= most, "level {level}: {tps} tok/s is more than {level} streams give ({most})");
+        if level == 1 {
+            let sequential: f64 = runs.iter().map(|r| r.events.last().unwrap().t_ns as f64 / 1e6).sum();
+            assert!(span >= sequential, "one stream: the runs follow one another ({span} < {sequential} ms)");
+            assert!(tps > decode_tps * 0.8, "one stream: {tps} tok/s, where the schedule gives about 200");
+        }
+        // The run-end figures (`run --json`) are the same.
+        let shown = json["steps"].as_array().unwrap().iter().find(|s| s["concurrency"].as_u64() == Some(level as u64)).unwrap();
+        assert!((shown["serving"]["output_tps"].as_f64().unwrap() - tps).abs() < 1e-9, "level {level}: {shown}");
+    }
+}
