@@ -124,6 +124,11 @@ pub struct DiffRow {
     pub lane: String,
     pub workload: Workload,
     pub target_prompt_tokens: u64,
+    /// The step's streams in flight at once (part of the match key: both sides ran at it).
+    pub concurrency: u32,
+    /// Each side's engine version (`None` for the side that lacks the row).
+    pub a_engine_version: Option<String>,
+    pub b_engine_version: Option<String>,
     pub metric: MetricKind,
     pub a_median: Option<f64>,
     pub b_median: Option<f64>,
@@ -201,15 +206,24 @@ impl Correction {
     }
 }
 
-type Key = (String, String, String, Workload, u64);
+/// engine, model, lane, workload, target, streams, and the engine's version where it tells
+/// two cells apart.
+type Key = (String, String, String, Workload, u64, u32, Option<String>);
 
-/// The match key: engine, model, lane, workload, target. The model is named by its family,
-/// so that one model's two builds (a GGUF and an MLX folder) match, except where the family
-/// is ambiguous: where either pass holds one engine with two models of the family (two
-/// quantizations), the model id tells them apart.
+/// The match key: engine, model, lane, workload, target and the step's streams (a sweep's
+/// levels pair level with level, never in order). The model is named by its family, so that
+/// one model's two builds (a GGUF and an MLX folder) match, except where the family is
+/// ambiguous: where either pass holds one engine with two models of the family (two
+/// quantizations), the model id tells them apart. The engine's version is left out, so that
+/// an upgrade pairs its two cells (and is attributed to the engine), except where either pass
+/// holds one engine at two versions for one model and lane: then the version tells them
+/// apart, and v1 is paired with v1, never with the v2 listed in its place.
 fn keys(a: &[CellStep], b: &[CellStep]) -> impl Fn(&CellStep) -> Key {
-    let mut models: BTreeMap<(String, String, String), std::collections::BTreeSet<String>> = BTreeMap::new();
+    type Group = (String, String, String);
+    let mut models: BTreeMap<Group, std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut versions: BTreeMap<Group, std::collections::BTreeSet<String>> = BTreeMap::new();
     let mut ambiguous = std::collections::BTreeSet::new();
+    let mut versioned = std::collections::BTreeSet::new();
     for side in [a, b] {
         models.clear();
         for s in side {
@@ -217,10 +231,21 @@ fn keys(a: &[CellStep], b: &[CellStep]) -> impl Fn(&CellStep) -> Key {
         }
         ambiguous.extend(models.iter().filter(|(_, m)| m.len() > 1).map(|(group, _)| group.clone()));
     }
-    move |s: &CellStep| {
+    let model_of = move |s: &CellStep| {
         let group = (s.engine.clone(), s.family.clone(), s.lane.clone());
-        let model = if ambiguous.contains(&group) { s.model.clone() } else { s.family.clone() };
-        (s.engine.clone(), model, s.lane.clone(), s.workload, s.target_prompt_tokens)
+        if ambiguous.contains(&group) { s.model.clone() } else { s.family.clone() }
+    };
+    for side in [a, b] {
+        versions.clear();
+        for s in side {
+            versions.entry((s.engine.clone(), model_of(s), s.lane.clone())).or_default().insert(s.engine_version.clone());
+        }
+        versioned.extend(versions.iter().filter(|(_, v)| v.len() > 1).map(|(group, _)| group.clone()));
+    }
+    move |s: &CellStep| {
+        let model = model_of(s);
+        let version = versioned.contains(&(s.engine.clone(), model.clone(), s.lane.clone())).then(|| s.engine_version.clone());
+        (s.engine.clone(), model, s.lane.clone(), s.workload, s.target_prompt_tokens, s.concurrency, version)
     }
 }
 
@@ -280,11 +305,23 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
                     rows.push(DiffRow { model: key(step_a).1, ..judge(step_a, step_b, metric, widen, &reasons) });
                 }
             }
-            None => rows.extend(diff_metrics(step_a).iter().map(|&m| DiffRow { model: key(step_a).1, ..unmatched(step_a, m, Verdict::Gone) })),
+            None => {
+                let why = unpaired_levels(step_a, b.iter(), &key, Verdict::Gone);
+                rows.extend(diff_metrics(step_a).iter().map(|&m| {
+                    let mut row = DiffRow { model: key(step_a).1, ..unmatched(step_a, m, Verdict::Gone) };
+                    row.reasons.extend(why.clone());
+                    row
+                }));
+            }
         }
     }
     for (step_b, _) in b.iter().zip(&b_taken).filter(|(_, taken)| !**taken) {
-        rows.extend(diff_metrics(step_b).iter().map(|&m| DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) }));
+        let why = unpaired_levels(step_b, a.iter(), &key, Verdict::New);
+        rows.extend(diff_metrics(step_b).iter().map(|&m| {
+            let mut row = DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) };
+            row.reasons.extend(why.clone());
+            row
+        }));
     }
     let tested: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].alpha.is_some()).collect();
     let expected_false_calls = tested.iter().filter_map(|&i| rows[i].alpha).sum();
@@ -304,6 +341,30 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
         family_alpha: family_alpha.filter(|_| !tested.is_empty()),
         withdrawn,
     }
+}
+
+/// Why a step found no partner when the other side has the same engine, model, lane, workload
+/// and target at other numbers of streams: `concurrency 1 → 2, 4` (for a step of A that is
+/// `gone`; the other way round for one of B that is `new`). Each level is compared only
+/// with the same level, so a reader is told that these rows were left apart on purpose.
+fn unpaired_levels<'s>(step: &CellStep, others: impl Iterator<Item = &'s CellStep>, key: &impl Fn(&CellStep) -> Key, verdict: Verdict) -> Option<Reason> {
+    let k = key(step);
+    let same_but_streams = |o: &CellStep| {
+        let ko = key(o);
+        (&ko.0, &ko.1, &ko.2, ko.3, ko.4) == (&k.0, &k.1, &k.2, k.3, k.4) && ko.5 != k.5
+    };
+    let mut levels: Vec<u32> = others.filter(|o| same_but_streams(o)).map(|o| o.concurrency).collect();
+    levels.sort_unstable();
+    levels.dedup();
+    if levels.is_empty() {
+        return None;
+    }
+    let theirs = levels.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let detail = match verdict {
+        Verdict::New => format!("concurrency {theirs} → {}: each level is compared only with the same level", step.concurrency),
+        _ => format!("concurrency {} → {theirs}: each level is compared only with the same level", step.concurrency),
+    };
+    Some(Reason::new(ReasonCode::Params, detail))
 }
 
 /// Holm's step-down over the `tested` rows: each row's α becomes its share, α ÷ (m − k) for
@@ -344,15 +405,15 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
     if let (Some(ra), Some(rb)) = (&a.info.request, &b.info.request) {
         let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
         let json = |v: &Option<serde_json::Value>| v.as_ref().map_or_else(|| "none".to_owned(), |v| v.to_string());
-        let params: [(&str, String, String); 10] = [
+        let params: [(&str, String, String); 9] = [
             ("api", ra.api.clone(), rb.api.clone()),
             ("temperature", ra.temperature.to_string(), rb.temperature.to_string()),
             ("seed", show(&ra.seed), show(&rb.seed)),
             ("ignore_eos", ra.ignore_eos.to_string(), rb.ignore_eos.to_string()),
             ("min_tokens", show(&ra.min_tokens), show(&rb.min_tokens)),
             ("extra", json(&ra.extra), json(&rb.extra)),
-            // More streams at once: TTFT includes queueing, decode shares the engine.
-            ("concurrency", ra.concurrency.to_string(), rb.concurrency.to_string()),
+            // The streams of each step are in the match key (`keys`): a sweep's levels pair
+            // level with level, and the pass's highest level says nothing more.
             ("order", ra.order.as_str().to_owned(), rb.order.as_str().to_owned()),
             // Arrivals at a rate load an engine otherwise than busy streams do.
             ("request_rate", show(&ra.request_rate), show(&rb.request_rate)),
@@ -436,6 +497,9 @@ fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
         lane: step.lane.clone(),
         workload: step.workload,
         target_prompt_tokens: step.target_prompt_tokens,
+        concurrency: step.concurrency,
+        a_engine_version: (verdict == Verdict::Gone).then(|| step.engine_version.clone()),
+        b_engine_version: (verdict == Verdict::New).then(|| step.engine_version.clone()),
         metric,
         a_median: if verdict == Verdict::Gone { median } else { None },
         b_median: if verdict == Verdict::New { median } else { None },
@@ -460,6 +524,9 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         lane: a.lane.clone(),
         workload: a.workload,
         target_prompt_tokens: a.target_prompt_tokens,
+        concurrency: a.concurrency,
+        a_engine_version: Some(a.engine_version.clone()),
+        b_engine_version: Some(b.engine_version.clone()),
         metric,
         a_median: a.median(metric),
         b_median: b.median(metric),

@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use crate::view::Notes;
 
-/// The diff CSV's columns, in this order (docs/leaderboard.md).
-pub const CSV_COLUMNS: [&str; 12] = [
+/// The diff CSV's columns, in this order (docs/leaderboard.md); the last three came later and
+/// are at the end, so that a reader by position still finds the first twelve.
+pub const CSV_COLUMNS: [&str; 15] = [
     "engine",
     "model",
     "lane",
@@ -24,6 +25,9 @@ pub const CSV_COLUMNS: [&str; 12] = [
     "verdict",
     "attribution",
     "reasons",
+    "concurrency",
+    "a_engine_version",
+    "b_engine_version",
 ];
 
 fn number(v: Option<f64>) -> String {
@@ -50,6 +54,9 @@ pub fn to_csv(diff: &Diff) -> String {
                 r.verdict.as_str().to_owned(),
                 r.attribution.map(|a| a.as_str().to_owned()).unwrap_or_default(),
                 analysis::reasons::join_codes(&r.reasons),
+                r.concurrency.to_string(),
+                r.a_engine_version.as_deref().map(spreadsheet_cell).unwrap_or_default().into_owned(),
+                r.b_engine_version.as_deref().map(spreadsheet_cell).unwrap_or_default().into_owned(),
             ])
             .expect("writing to memory");
     }
@@ -98,6 +105,17 @@ pub fn engine_versions(pass: &Pass) -> Vec<String> {
     out
 }
 
+/// A row's engine versions as a reader tells them apart: one where both sides ran the same
+/// (or one side lacks the row), `A → B` where they differ; `version unknown` for an empty one.
+fn versions(r: &analysis::diff::DiffRow) -> String {
+    let shown = |v: &str| if v.is_empty() { "version unknown".to_owned() } else { v.to_owned() };
+    match (r.a_engine_version.as_deref(), r.b_engine_version.as_deref()) {
+        (Some(a), Some(b)) if a != b => format!("{} → {}", shown(a), shown(b)),
+        (Some(v), _) | (None, Some(v)) => shown(v),
+        (None, None) => String::new(),
+    }
+}
+
 #[derive(Debug, Serialize)]
 struct RowView {
     engine: String,
@@ -105,6 +123,10 @@ struct RowView {
     lane: String,
     workload: String,
     target: u64,
+    /// Streams in flight at once: a sweep's levels are rows of their own.
+    streams: u32,
+    /// `b5000`, or `b5000 → b5100` where the engine's version changed.
+    versions: String,
     metric: String,
     a: String,
     b: String,
@@ -123,6 +145,7 @@ struct GroupView {
     engine: String,
     model: String,
     lane: String,
+    versions: String,
     attribution: String,
     rows: Vec<RowView>,
 }
@@ -152,6 +175,8 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
                 lane: r.lane.clone(),
                 workload: r.workload.as_str().to_owned(),
                 target: r.target_prompt_tokens,
+                streams: r.concurrency,
+                versions: versions(r),
                 metric: r.metric.as_str().to_owned(),
                 a: fmt(r.a_median),
                 b: fmt(r.b_median),
@@ -168,12 +193,14 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
     // steps are in cell order, so this seldom moves a row); the CSV keeps the diff's order.
     let mut groups: Vec<GroupView> = Vec::new();
     for row in rows {
-        match groups.iter_mut().find(|g| g.engine == row.engine && g.model == row.model && g.lane == row.lane && g.attribution == row.attribution) {
+        let same = |g: &GroupView| g.engine == row.engine && g.model == row.model && g.lane == row.lane && g.versions == row.versions && g.attribution == row.attribution;
+        match groups.iter_mut().find(|g| same(g)) {
             Some(group) => group.rows.push(row),
             None => groups.push(GroupView {
                 engine: row.engine.clone(),
                 model: row.model.clone(),
                 lane: row.lane.clone(),
+                versions: row.versions.clone(),
                 attribution: row.attribution.clone(),
                 rows: vec![row],
             }),

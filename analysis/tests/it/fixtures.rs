@@ -227,8 +227,8 @@ fn two_quantizations_of_one_family_on_one_engine_are_told_apart_and_none_is_drop
 }
 
 #[test]
-fn a_change_of_concurrency_or_of_a_cells_request_extras_makes_the_diff_incomparable_and_names_both_values() {
-    let (mut pa, a, mut pb, b) = passes();
+fn a_change_of_concurrency_leaves_the_levels_apart_and_one_of_request_extras_makes_the_diff_incomparable() {
+    let (mut pa, a, mut pb, mut b) = passes();
     let request = |concurrency: u32| {
         serde_json::from_value::<harness::pass::RequestParams>(serde_json::json!({
             "api": "chat", "temperature": 0.0, "ignore_eos": false, "concurrency": concurrency,
@@ -236,12 +236,19 @@ fn a_change_of_concurrency_or_of_a_cells_request_extras_makes_the_diff_incompara
         }))
         .unwrap()
     };
+    // B ran mlx-lm's steps at 4 streams: never paired with A's at 1, and each row says why.
     pa.info.request = Some(request(1));
     pb.info.request = Some(request(4));
+    b.iter_mut().filter(|s| s.engine == "mlx-lm").for_each(|s| s.concurrency = 4);
     let d = diff(&pa, &a, &pb, &b);
-    let r = row(&d.rows, "mlx-lm", Workload::Sustained, 0, MetricKind::TtftMs);
-    assert_eq!(r.verdict, Verdict::Incomparable);
-    assert!(r.reasons.iter().any(|x| x.code == ReasonCode::Params && x.detail == "concurrency 1 → 4"), "{:?}", r.reasons);
+    let rows: Vec<&DiffRow> = d.rows.iter().filter(|r| r.engine == "mlx-lm" && r.workload == Workload::Sustained && r.metric == MetricKind::TtftMs).collect();
+    assert_eq!(rows.iter().map(|r| (r.verdict, r.concurrency)).collect::<Vec<_>>(), [(Verdict::Gone, 1), (Verdict::New, 4)]);
+    assert!(rows[0].reasons.iter().any(|x| x.code == ReasonCode::Params && x.detail.starts_with("concurrency 1 → 4")), "{:?}", rows[0].reasons);
+    assert!(rows[1].reasons.iter().any(|x| x.code == ReasonCode::Params && x.detail.starts_with("concurrency 1 → 4")), "{:?}", rows[1].reasons);
+    // The pass's own concurrency (its highest level) does not make the other rows incomparable.
+    let other = row(&d.rows, "llama.cpp", Workload::Sustained, 0, MetricKind::TtftMs);
+    assert_ne!(other.verdict, Verdict::Incomparable, "{:?}", other.reasons);
+    let (_, _, _, b) = passes();
 
     // Same concurrency, but one cell's requests carried cache_prompt=false in A only.
     pb.info.request = Some(request(1));

@@ -248,3 +248,41 @@ fn different_outputs_for_one_prompt_at_temperature_zero_are_nondeterministic() {
     let steps = summarize(&pass).unwrap();
     assert!(steps.iter().all(|s| !s.has(ReasonCode::Nondeterministic)), "{steps:?}");
 }
+
+/// fixtures/diff/versions/: `eng` at v1 and v2 in each pass, listed in the other order in B
+/// (README.md works the figures): each version is paired with itself, never by list order.
+#[test]
+fn two_versions_of_one_engine_pair_version_with_version_whatever_their_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/diff/versions");
+    for name in ["a.csv", "b.csv"] {
+        harness::pass::csv::import_runs(&dir.join(name), tmp.path()).unwrap();
+    }
+    let (pa, pb) = (read_pass(&tmp.path().join("ver-a")).unwrap(), read_pass(&tmp.path().join("ver-b")).unwrap());
+    let (a, b) = (summarize(&pa).unwrap(), summarize(&pb).unwrap());
+    let d = diff(&pa, &a, &pb, &b);
+    let decode: Vec<&DiffRow> = d.rows.iter().filter(|r| r.metric == MetricKind::DecodeTps).collect();
+    assert_eq!(decode.len(), 2, "{decode:?}");
+    for (version, a_tps, b_tps) in [("v1", 100.0, 255.0 / 2.525), ("v2", 150.0, 255.0 / 1.683)] {
+        let r = decode.iter().find(|r| r.a_engine_version.as_deref() == Some(version)).unwrap_or_else(|| panic!("{version}: {decode:?}"));
+        assert_eq!(r.b_engine_version.as_deref(), Some(version), "{version} paired with {:?}", r.b_engine_version);
+        assert!(close(r.a_median.unwrap(), a_tps) && close(r.b_median.unwrap(), b_tps), "{r:?}");
+        assert_eq!(r.attribution, Some(Attribution::None), "an unchanged re-run is a control cell");
+        assert_ne!(r.verdict, Verdict::Faster);
+    }
+    assert!(d.rows.iter().all(|r| !matches!(r.verdict, Verdict::New | Verdict::Gone)), "{:?}", d.rows);
+    let drift = d.drift.iter().find(|x| x.metric == MetricKind::DecodeTps).unwrap();
+    assert_eq!(drift.n_controls, 2);
+    assert!(close(drift.max_abs_delta, (255.0 / 1.683) / 150.0 - 1.0), "{drift:?}");
+
+    // Permuting the cells inside a pass changes no row.
+    let mut reversed = b.clone();
+    reversed.reverse();
+    let again = diff(&pa, &a, &pb, &reversed);
+    let key = |r: &DiffRow| (r.a_engine_version.clone(), r.b_engine_version.clone(), r.metric.as_str(), r.verdict.as_str(), r.a_median.map(f64::to_bits), r.b_median.map(f64::to_bits));
+    let mut first: Vec<_> = d.rows.iter().map(key).collect();
+    let mut second: Vec<_> = again.rows.iter().map(key).collect();
+    first.sort();
+    second.sort();
+    assert_eq!(first, second);
+}

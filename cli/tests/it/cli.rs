@@ -110,7 +110,7 @@ fn diff_prints_csv_into_a_pipe_says_what_it_found_and_fails_on_what_it_is_told()
     let output = benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "{stderr}");
-    assert!(stdout.starts_with("engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons\n"), "{stdout}");
+    assert!(stdout.starts_with("engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons,concurrency,a_engine_version,b_engine_version\n"), "{stdout}");
     // As fixtures/README.md and analysis/tests/it/fixtures.rs work them out: llama.cpp's three
     // sustained figures and vLLM's decode got better, Ollama's decode is incomparable (a starred
     // cell), llama.cpp's two prompt-matrix steps are gone.

@@ -59,3 +59,32 @@ fn every_step_of_a_sweep_has_its_throughput_over_the_wall_time_its_runs_took() {
         assert!((shown["serving"]["output_tps"].as_f64().unwrap() - tps).abs() < 1e-9, "level {level}: {shown}");
     }
 }
+
+#[test]
+fn a_sweep_diffed_against_one_level_pairs_level_with_level_and_shows_the_level() {
+    let sim = Sim::start(&["--decode-tps", "2000", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    run_pass(&sim, &a, &["--concurrency", "1,2", "--runs", "4", "--max-tokens", "8"]);
+    run_pass(&sim, &b, &["--concurrency", "2", "--runs", "4", "--max-tokens", "8"]);
+    let output = benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--format", "csv"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    // No field here holds a comma or a quote (engine `sim`, reasons joined by `;`).
+    let mut lines = text.lines().map(|l| l.split(',').collect::<Vec<_>>());
+    let headers = lines.next().unwrap();
+    let column = |name: &str| headers.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}: {headers:?}"));
+    let (concurrency, metric, verdict, reasons) = (column("concurrency"), column("metric"), column("verdict"), column("reasons"));
+    let decode: Vec<Vec<&str>> = lines.filter(|r| r[metric] == "decode_tps").collect();
+    let at = |level: &str| decode.iter().filter(|r| r[concurrency] == level).collect::<Vec<_>>();
+    // A's 1-stream step has no partner: gone, saying B ran the step at 2 streams only.
+    assert_eq!(at("1").len(), 1, "{text}");
+    assert_eq!(at("1")[0][verdict], "gone", "{text}");
+    assert!(at("1")[0][reasons].contains("params"), "{text}");
+    // The 2-stream steps are paired with each other, never with A's 1-stream step.
+    assert_eq!(at("2").len(), 1, "{text}");
+    assert!(!matches!(at("2")[0][verdict], "gone" | "new"), "{text}");
+    let md = benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--format", "md"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| streams |") && md.contains("concurrency 1 → 2: each level is compared only with the same level"), "{md}");
+}

@@ -96,7 +96,7 @@ fn the_diff_csv_has_exactly_its_columns_and_the_hand_worked_verdicts() {
     let csv = report::diff::to_csv(&d);
     assert_eq!(
         csv.lines().next().unwrap(),
-        "engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons"
+        "engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons,concurrency,a_engine_version,b_engine_version"
     );
     assert!(csv.contains("llama.cpp,qwen,text,sustained,0,decode_tps,50.000,95.000,90.000,faster,engine,low-n"), "{csv}");
     assert!(csv.contains("mlx-lm,qwen,text,sustained,0,decode_tps,100.000,101.000,1.000,within-noise,none,"));
