@@ -118,6 +118,9 @@ pub struct AgentCell {
     pub n_cache_turns: usize,
     pub effective_prefill_tps: Option<Figure>,
     pub decode_tps: Option<Figure>,
+    /// `decode_tps` is the rate of turns that stopped early (no turn that reached its cap
+    /// had a rate): a burst. Decided where the figure is picked, and nowhere else.
+    pub decode_is_burst: bool,
     pub by_turn: Vec<TurnPoint>,
     pub token_count_source: String,
     pub reasons: Vec<AgentReason>,
@@ -182,7 +185,8 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
     };
     let mut decode = decode_of(true);
     let mut reasons = Vec::new();
-    if decode.is_empty() && n_short > 0 {
+    let decode_is_burst = decode.is_empty() && n_short > 0;
+    if decode_is_burst {
         decode = decode_of(false);
         reasons.push(AgentReason { code: "short-stop", detail: format!("{n_short} of {} turns", ok.len()) });
     }
@@ -242,6 +246,7 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
         n_cache_turns: with_cache.len(),
         effective_prefill_tps: Figure::without_band(effective),
         decode_tps: Figure::of(decode),
+        decode_is_burst,
         by_turn,
         token_count_source: sources.join("+"),
         reasons,

@@ -147,6 +147,11 @@ pub struct CellStep {
     pub n_failed: usize,
     pub n_short: usize,
     pub decode: Option<Metric>,
+    /// `decode` is the rate of runs that stopped before their cap, because no run that
+    /// reached it has a rate: a burst, never sustained decode. Set where the figure is picked
+    /// ([`cell_step`], `agent_step`), so the star, the best mark and the diff cannot disagree
+    /// with the figure about it.
+    pub decode_burst: bool,
     pub ttft: Option<Metric>,
     pub prefill: Option<Metric>,
     pub prompt_tokens: Option<Metric>,
@@ -211,9 +216,9 @@ impl CellStep {
         self.reasons.iter().any(|r| r.code == code)
     }
 
-    /// The decode rate came from runs that all stopped early: it is a burst.
+    /// The decode rate came from runs that stopped early: it is a burst.
     pub fn decode_is_burst(&self) -> bool {
-        self.n_short > 0 && self.n_short == self.n_runs - self.n_failed
+        self.decode_burst
     }
 }
 
@@ -418,18 +423,30 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         Some(engine) => format!(": {engine} has no way past EOS, so it cannot be held to its token cap"),
         None => String::new(),
     };
-    let decode = if !g.decode_full.1.is_empty() {
+    // One decision: the figure comes from the runs that reached their cap when any of them
+    // has a rate, else from the short ones, and then it is a burst (whatever else is true of
+    // the step: full-length runs whose tokens all came in one event have no rate).
+    let decode_burst = g.decode_full.1.is_empty() && g.n_short > 0;
+    let n_ok = g.n - g.n_failed;
+    let decode = if decode_burst {
+        let reached = n_ok - g.n_short;
+        let detail = if reached == 0 {
+            format!("all {} successful runs stopped before {} tokens{why_short}", g.n_short, g.max_tokens)
+        } else {
+            format!(
+                "{} of {n_ok} successful runs stopped before {} tokens, and the {reached} that reached it have no decode rate \
+                 (all their tokens in one event): the figure is the short runs' burst{why_short}",
+                g.n_short, g.max_tokens
+            )
+        };
+        reasons.push(Reason::new(ReasonCode::ShortStop, detail));
+        metric(MetricKind::DecodeTps, g.decode_short)
+    } else {
         if g.n_short > 0 {
             let detail = format!("{} of {} runs stopped early and are left out of the decode median{why_short}", g.n_short, g.n);
             reasons.push(Reason::new(ReasonCode::ShortStop, detail));
         }
         metric(MetricKind::DecodeTps, g.decode_full)
-    } else {
-        if g.n_short > 0 {
-            let detail = format!("all {} successful runs stopped before {} tokens{why_short}", g.n_short, g.max_tokens);
-            reasons.push(Reason::new(ReasonCode::ShortStop, detail));
-        }
-        metric(MetricKind::DecodeTps, g.decode_short)
     };
     // The planned step at this concurrency (a sweep plans one per level); a pass whose runs
     // and plan disagree on concurrency still finds its step by workload and target.
@@ -549,6 +566,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         n_failed: g.n_failed,
         n_short: g.n_short,
         decode,
+        decode_burst,
         ttft: metric(MetricKind::TtftMs, g.ttft),
         prefill: metric(MetricKind::PrefillTps, g.prefill),
         prompt_tokens,
@@ -579,6 +597,7 @@ fn agent_step(step: &mut CellStep, cell: AgentCell) {
     step.prefill = None;
     step.prompt_tokens = None;
     step.n_short = cell.n_short;
+    step.decode_burst = cell.decode_is_burst;
     let replaced = [ReasonCode::Errors, ReasonCode::ShortStop, ReasonCode::FewRuns, ReasonCode::TokenEstimate, ReasonCode::Drift, ReasonCode::ColdStart, ReasonCode::PromptSize];
     step.reasons.retain(|r| !replaced.contains(&r.code));
     for reason in &cell.reasons {

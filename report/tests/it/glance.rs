@@ -226,3 +226,30 @@ fn chart_whiskers_have_caps_and_every_slot_holds_a_cell() {
     // No room for a fifth, empty slot to the right of the last cell (760 px wide, 12 px margin).
     assert!(cx[3] + slot / 2 <= 760 && cx[3] + slot > 760 - 12, "{cx:?}");
 }
+
+/// fixtures/diff/burst/ (README.md works it): a cell whose capped runs have no rate and whose
+/// short runs ran at 900 tok/s is a burst, starred, never the best, never `faster`. (Before,
+/// it was ranked ◆ over the sustained 120, called `faster`, and its note said "all 3".)
+#[test]
+fn a_burst_beside_rateless_full_runs_is_still_a_burst_and_never_the_best() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pass = fixture_pass("burst/a.csv", "burst-a", &tmp);
+    let steps = analysis::cells::summarize(&pass).unwrap();
+    let bursty = steps.iter().find(|s| s.engine == "bursty").unwrap();
+    assert!(bursty.decode_is_burst(), "{bursty:?}");
+    assert!((bursty.decode.as_ref().unwrap().median - 900.0).abs() < 1e-6);
+    let note = bursty.reasons.iter().find(|r| r.code == ReasonCode::ShortStop).unwrap();
+    assert!(note.detail.starts_with("3 of 6 successful runs stopped before 256 tokens, and the 3 that reached it have no decode rate"), "{note:?}");
+    let r = report::render_pass(&pass, &steps).unwrap();
+    let sustained = sustained_section(&r.markdown);
+    // Starred as a burst, and out of the ranking: steady's 120 is left with nothing it can be
+    // ranked against, so no figure is marked best.
+    assert!(row(sustained, "bursty").contains(r"900.0 ±2.0%[\*]"), "{sustained}");
+    assert_eq!(sustained.matches('◆').count(), 0, "{sustained}");
+
+    let other = fixture_pass("burst/b.csv", "burst-b", &tmp);
+    let other_steps = analysis::cells::summarize(&other).unwrap();
+    let d = analysis::diff::diff(&pass, &steps, &other, &other_steps);
+    let decode = d.rows.iter().find(|r| r.engine == "bursty" && r.metric == analysis::cells::MetricKind::DecodeTps).unwrap();
+    assert_eq!(decode.verdict, analysis::diff::Verdict::Incomparable, "{decode:?}");
+}
