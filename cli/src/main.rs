@@ -668,6 +668,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for dir in dirs {
                 println!("{}", dir.display());
             }
+            if matches!(args.format, ImportFormat::RunsCsv) {
+                for (column, default) in harness::pass::csv::missing_later_columns(&args.csv) {
+                    eprintln!(
+                        "warning: {}: no `{column}` column (a file from before it): its runs are imported with {column} {default}",
+                        harness::progress::printable(&args.csv.display().to_string())
+                    );
+                }
+            }
             if machine_unknown {
                 eprintln!("note: no --machine NAME: the pass records machine `unknown`, and a diff against it says `machine` differs");
             }

@@ -10,8 +10,10 @@ use super::format::*;
 use crate::metrics;
 use super::store::{read_pass_info, write_imported, Pass, PassError, RunReader, TornTail};
 
-/// The columns, in this order. Changing them breaks every consumer: don't.
-pub const COLUMNS: [&str; 20] = [
+/// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
+/// later are added at the end ([`LATER_COLUMNS`]), so a reader by position finds the others
+/// where they were.
+pub const COLUMNS: [&str; 21] = [
     "pass_id",
     "machine",
     "engine",
@@ -32,7 +34,20 @@ pub const COLUMNS: [&str; 20] = [
     "rep",
     "error",
     "token_count_source",
+    "concurrency",
 ];
+
+/// The columns a file written before them may lack, and what a run without them imports as:
+/// its counts from usage (where it has counts), and one stream at a time.
+pub const LATER_COLUMNS: [(&str, &str); 2] = [("token_count_source", "usage"), ("concurrency", "1")];
+
+/// The [`LATER_COLUMNS`] the header of `csv_path` lacks, for a warning that says what their
+/// runs were imported as (a file from an older benchpass, or another tool's).
+pub fn missing_later_columns(csv_path: &Path) -> Vec<(&'static str, &'static str)> {
+    let Ok(mut reader) = csv::ReaderBuilder::new().trim(csv::Trim::All).from_path(csv_path) else { return Vec::new() };
+    let Ok(headers) = reader.headers() else { return Vec::new() };
+    LATER_COLUMNS.into_iter().filter(|(name, _)| !headers.iter().any(|h| h == *name)).collect()
+}
 
 /// Writes every run of `pass`, warmups and failures included, in the order they were recorded.
 /// Every value is written as it is: this file is for tools, and export → import → export gives
@@ -155,6 +170,7 @@ impl<W: Write> Rows<W> {
             run.rep.to_string(),
             text(run.error.as_ref().map(|e| e.class.clone()).unwrap_or_default()),
             run.token_count_source.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+            run.concurrency.to_string(),
         ])?;
         Ok(())
     }
@@ -207,7 +223,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
             Some(&i) => {
                 columns.insert(column, i);
             }
-            None if column == "token_count_source" => {}
+            None if LATER_COLUMNS.iter().any(|(later, _)| *later == column) => {}
             None => return Err(ImportError::MissingColumn { path, column }),
         }
     }
@@ -386,6 +402,11 @@ impl Row<'_> {
         let target = self.required("target_prompt_tokens", "a whole number of tokens (0 for sustained)")?;
         let rep = self.required("rep", "the repetition index, a whole number")?;
         let max_tokens = self.required("max_tokens", "the token cap, a whole number")?;
+        // Optional (a file from before the column): one stream at a time.
+        let concurrency = match self.parsed::<u32>("concurrency", "the streams in flight at once, a whole number from 1")? {
+            Some(0) => return Err(self.bad("concurrency", "the streams in flight at once, a whole number from 1")),
+            n => n.unwrap_or(1),
+        };
         let ttft_ms = self.millis("ttft_ms")?;
         let decode_ms = self.millis("decode_ms")?;
         // A span exists only between two token events; under 1 µs it is not one that was
@@ -401,6 +422,7 @@ impl Row<'_> {
             decode_ms,
             finish_reason: self.optional_text("finish_reason")?,
             error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
+            concurrency,
             ..RunRecord::unmeasured(&cell, workload, target, rep, warmup, max_tokens)
         })
     }
