@@ -143,3 +143,56 @@ fn a_cache_folder_swapped_for_a_link_between_cells_is_not_followed() {
     let error = pass.runs[1].error.as_ref().expect("the second cell refused its clear");
     assert!(error.message.contains("symbolic link"), "{}", error.message);
 }
+
+/// A plan in `dir/plans/` whose one model has `weights` and whose reference engine clears
+/// `kv_cache_dir`; and the line that `kv_cache_dir` is on.
+fn plan_with_weights(dir: &Path, weights: &str, kv_cache_dir: &str) -> (PathBuf, usize) {
+    let text = format!(
+        "[[workloads]]\nkind = \"sustained\"\nruns = 1\nmax_tokens = 8\n\n[[models]]\nname = \"qwen\"\nweights = {}\n\n\
+         [[engines]]\nname = \"e\"\npreset = \"benchpass-sim\"\nstart = [{}]\nport = {}\nkv_cache_dir = {}\n\n[[cells]]\nengine = \"e\"\nmodel = \"qwen\"\n",
+        toml_string(weights),
+        sim_start(),
+        free_port(),
+        toml_string(kv_cache_dir)
+    );
+    let line = text.lines().position(|l| l.starts_with("kv_cache_dir")).unwrap() + 1;
+    let path = dir.join("plans/plan.toml");
+    std::fs::write(&path, text).unwrap();
+    (path, line)
+}
+
+/// `plan check` refuses the plan at the line of its `kv_cache_dir`, and `run` does not start.
+fn assert_refused_and_kept(plan: &Path, line: usize, why: &str, kept: &Path) {
+    let check = benchpass(&["plan", "check", plan.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(!check.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("plan.toml:{line}: {why}")), "{stderr}");
+    let out = plan.parent().unwrap().parent().unwrap().join("pass");
+    let run = benchpass(&["run", plan.to_str().unwrap(), "--gap-scale", "0", "--out", out.to_str().unwrap()]);
+    assert!(!run.status.success(), "a plan that fails its checks does not run");
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "GGUF weights", "the weights are untouched");
+}
+
+#[test]
+fn a_cache_folder_holding_the_models_weights_is_refused_and_the_weights_survive() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let weights = tmp.path().join("plans/models/qwen/model.gguf");
+    std::fs::create_dir_all(weights.parent().unwrap()).unwrap();
+    std::fs::write(&weights, "GGUF weights").unwrap();
+    let (plan, line) = plan_with_weights(tmp.path(), "models/qwen/model.gguf", "models");
+    assert_refused_and_kept(&plan, line, "refusing to clear `models`: it holds the weights of model `qwen` (", &weights);
+}
+
+#[cfg(unix)]
+#[test]
+fn weights_that_are_a_link_into_the_cache_folder_are_refused_too() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let real = tmp.path().join("plans/cache/qwen.gguf");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, "GGUF weights").unwrap();
+    std::os::unix::fs::symlink(&real, tmp.path().join("plans/qwen.gguf")).unwrap();
+    let (plan, line) = plan_with_weights(tmp.path(), "qwen.gguf", "cache");
+    assert_refused_and_kept(&plan, line, "refusing to clear `cache`: it holds the weights of model `qwen` (", &real);
+}

@@ -290,6 +290,9 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         errors.push(PlanError { path: path.to_owned(), line: line_of(&text, span.start), message, hint });
     };
 
+    // What no `kv_cache_dir` may reach: the home, working and plan's folders, every model's
+    // weights and every engine's executable.
+    let cache_guards = super::kv_cache::Protected::machine().with_above(base, "the plan's folder").with_plan(&file, base);
     let engine_names: Vec<&str> = file.engines.iter().map(|e| e.name.get_ref().as_str()).collect();
     let model_names: Vec<&str> = file.models.iter().map(|m| m.name.get_ref().as_str()).collect();
     for (i, engine) in file.engines.iter().enumerate() {
@@ -343,11 +346,8 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         }
         if let Some(dir) = &engine.kv_cache_dir {
             // Checked again, against the pass folder too, right before every clear.
-            let protected = super::kv_cache::Protected::machine().with_above(base, "the plan's folder");
-            let resolved = resolve(base, dir.get_ref());
-            let holds_pass = || super::kv_cache::pass_inside(&resolved).map(|at| format!("it holds a benchpass pass ({})", at.display()));
             let empty = dir.get_ref().trim().is_empty().then(|| "an empty path names no cache folder".to_owned());
-            if let Some(why) = empty.or_else(|| protected.refusal(&resolved)).or_else(holds_pass) {
+            if let Some(why) = empty.or_else(|| cache_guards.check(&resolve(base, dir.get_ref()))) {
                 error(dir.span(), format!("refusing to clear `{}`: {why}", dir.get_ref()), Some("name the engine's own cache folder".into()));
             }
         }

@@ -272,8 +272,10 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         }
     };
     // What a KV-cache clear must never reach, besides the home and working folders ("whole":
-    // the pass folder, everything above it, so the folder holding the passes, and inside it).
-    let protected = kv_cache::Protected::machine().with_above(&plan_dir, "the plan's folder").with_whole(&dir, "this pass's folder");
+    // the pass folder, everything above it, so the folder holding the passes, and inside it;
+    // the plan's weights and engine executables).
+    let protected =
+        kv_cache::Protected::machine().with_above(&plan_dir, "the plan's folder").with_whole(&dir, "this pass's folder").with_plan(&plan.file, &plan_dir);
     let visits = schedule(plan, cell_list.len());
     let is_done = |cell_id: &str, slot: &Slot| done.contains(&(cell_id.to_owned(), slot.step.workload, slot.step.target_prompt_tokens, slot.rep, slot.warmup));
     let total_runs = visits
@@ -338,7 +340,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 lifecycle::make_way(&log, &health).await?;
                 for cache in &caches {
                     let cleared = kv_cache::clear(cache, &protected)?;
-                    let line = format!("cleared the KV cache {}: {} entries, {} bytes", cache.display(), cleared.entries, cleared.bytes);
+                    let line = format!("cleared the KV cache {}: {cleared}", cache.display());
                     lifecycle::log_line(&log, &line)?;
                     progress.note(&format!("  {line}"));
                 }
