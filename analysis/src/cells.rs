@@ -140,6 +140,9 @@ pub struct CellStep {
     /// same cell, workload and target at another concurrency is another step, never merged.
     pub concurrency: u32,
     pub max_tokens: u64,
+    /// How the step's requests were made (API, temperature, way past EOS, arrival rate): with
+    /// the fields above, its comparison key (`crate::key`).
+    pub request: crate::key::RequestFacts,
     /// Measured runs the pass planned for this step, where the pass says.
     pub n_planned: Option<u32>,
     /// Measured runs recorded (warmups are not counted).
@@ -561,6 +564,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         target_prompt_tokens: g.target,
         concurrency: g.concurrency,
         max_tokens: g.max_tokens,
+        request: crate::key::RequestFacts::of(pass, info, g.workload, g.target),
         n_planned,
         n_runs: g.n,
         n_failed: g.n_failed,

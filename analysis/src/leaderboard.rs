@@ -14,8 +14,13 @@
 use crate::cells::{CellStep, MetricKind};
 use crate::reasons::join_codes;
 
-/// The columns, in this order. Changing them breaks every consumer: don't.
-pub const COLUMNS: [&str; 19] = [
+/// The number of columns.
+pub const N_COLUMNS: usize = 25;
+
+/// The columns, in this order. Changing them breaks every consumer: don't. The last six came
+/// later (the rest of the comparison key, `crate::key`) and are at the end, so that a reader by
+/// position finds the first nineteen where they were.
+pub const COLUMNS: [&str; N_COLUMNS] = [
     "pass_id",
     "machine",
     "engine",
@@ -35,22 +40,38 @@ pub const COLUMNS: [&str; 19] = [
     "n_short",
     "flags",
     "token_count_source",
+    "max_tokens",
+    "concurrency",
+    "request_rate",
+    "api",
+    "temperature",
+    "past_eos",
 ];
+
+/// One row: a value for each of [`COLUMNS`].
+pub type Row = [String; N_COLUMNS];
+
+/// The key columns a row gains after `token_count_source`, from `step`'s comparison key.
+pub fn key_columns(key: &crate::key::ComparisonKey) -> [String; 6] {
+    [key.max_tokens.to_string(), key.concurrency.to_string(), key.request_rate.clone(), text(&key.api), key.temperature.clone(), key.past_eos.clone()]
+}
 
 /// Where `flags` is in [`COLUMNS`].
 const FLAGS: usize = 17;
 
 /// The rows of `steps` (one pass's figures), metric by metric.
-pub fn rows(steps: &[CellStep]) -> Vec<[String; 19]> {
+pub fn rows(steps: &[CellStep]) -> Vec<Row> {
     let mut rows = Vec::new();
     for step in steps {
         let flags = join_codes(&step.reasons);
         if let Some(cell) = &step.agent {
             // The session rows as `agent` defines them, flagged like every other row (the
             // step's reasons hold the session reasons and those of its row, engine+build).
-            rows.extend(crate::agent::leaderboard_rows(std::slice::from_ref(cell)).into_iter().map(|mut row| {
+            let key = key_columns(&crate::key::ComparisonKey::of(step));
+            rows.extend(crate::agent::leaderboard_rows(std::slice::from_ref(cell)).into_iter().map(|row| {
+                let mut row: Vec<String> = row.into_iter().chain(key.iter().cloned()).collect();
                 row[FLAGS] = flags.clone();
-                row
+                Row::try_from(row).expect("an agent row and its key fill every column")
             }));
             continue;
         }
@@ -91,7 +112,8 @@ fn with_code(flags: &str, code: &str) -> String {
 
 /// One row of `step`: its provenance columns, then one figure (`value` already formatted, its
 /// band's two ends or two empty fields, the values it was taken over) and the flags.
-fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String, String), n: usize, flags: String) -> [String; 19] {
+fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String, String), n: usize, flags: String) -> Row {
+    let [max_tokens, concurrency, request_rate, api, temperature, past_eos] = key_columns(&crate::key::ComparisonKey::of(step));
     [
         text(&step.pass_id),
         text(&step.machine),
@@ -112,6 +134,12 @@ fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String
         step.n_short.to_string(),
         flags,
         step.token_count_source.clone(),
+        max_tokens,
+        concurrency,
+        request_rate,
+        api,
+        temperature,
+        past_eos,
     ]
 }
 

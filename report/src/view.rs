@@ -238,15 +238,17 @@ pub fn can_be_best(step: &CellStep, kind: MetricKind) -> bool {
 }
 
 /// The steps whose figure of `kind` is the best of their column, among the steps they can be
-/// compared with: the same column, model family, lane, workload, token cap, concurrency and
-/// machine, each of which [`can_be_best`], and at least two of them. A group whose actual
+/// compared with: the same column and the same comparison key (`analysis::key`: model family,
+/// lane, workload, token cap, streams, arrival rate, API, temperature, way past EOS, machine),
+/// each of which [`can_be_best`], and at least two of them. A group whose actual
 /// prompts lie further apart than `analysis::cells::PROMPT_SPREAD_MARGIN` has no best (the
 /// prompts differ, not only the engines). Equal medians are all marked.
 pub fn best_in_columns<'a>(steps: &[&'a CellStep], kind: MetricKind, column_of: impl Fn(&CellStep) -> (u64, String)) -> Vec<&'a CellStep> {
-    type Key = ((u64, String), String, String, Workload, u64, u32, String);
+    type Key = ((u64, String), analysis::key::ComparisonKey);
     let mut groups: Vec<(Key, Vec<&'a CellStep>)> = Vec::new();
     for &s in steps.iter().filter(|s| can_be_best(s, kind)) {
-        let key = (column_of(s), s.family.clone(), s.lane.clone(), s.workload, s.max_tokens, s.concurrency, s.machine.clone());
+        // One comparison key (analysis::key): figures measured otherwise are never ranked together.
+        let key = (column_of(s), analysis::key::ComparisonKey::of(s));
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, members)) => members.push(s),
             None => groups.push((key, vec![s])),
