@@ -157,6 +157,10 @@ pub struct StreamOutcome {
     /// with another prompt count or fewer completion tokens): the last value is kept, and each
     /// contradiction is said here, at most [`MAX_CONFLICTS`].
     pub conflicts: Vec<String>,
+    /// Events whose data was JSON and carried nothing (no token, logprobs, role, finish
+    /// reason, usage, timings, error or tool call: `data: 0`, `{}`, an empty delta): counted,
+    /// not kept in `events`, so that a server sending millions of them costs nothing.
+    pub empty_events: u64,
 }
 
 /// Contradictions kept per run: enough to see the pattern, bounded for a hostile stream.
@@ -186,6 +190,21 @@ pub async fn stream_request(
     body: &Value,
     live: Option<&crate::progress::Live>,
 ) -> StreamOutcome {
+    let mut outcome = read_stream(http, url, api_key, config, body, live).await;
+    // Before anything is hashed, counted or written: a key the server split over events.
+    crate::secrets::redact_events(&mut outcome.events);
+    outcome
+}
+
+async fn read_stream(
+    http: &reqwest::Client,
+    url: &str,
+    api_key: Option<&str>,
+    config: &RequestConfig,
+    body: &Value,
+    live: Option<&crate::progress::Live>,
+) -> StreamOutcome {
+    use crate::http_body::{read_limited, ERROR_BODY_BYTES};
     let mut outcome = StreamOutcome::default();
     // No compression: a compressed stream's bytes are not its events, and reqwest here
     // decodes none (a server that compresses anyway is named, below).
@@ -213,11 +232,11 @@ pub async fn stream_request(
     if !status.is_success() {
         outcome.retry_after = response.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(retry_after);
         let location = response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
-        let body = text.ok().and_then(Result::ok).unwrap_or_default();
+        let body = tokio::time::timeout(Duration::from_secs(5), read_limited(response, ERROR_BODY_BYTES)).await;
+        let body = body.ok().and_then(Result::ok).map(|b| b.text().into_owned()).unwrap_or_default();
         let message = match location.filter(|_| status.is_redirection()) {
             Some(to) => format!("redirected to {} (not followed: the figures would be another server's)", truncate(&to, 500)),
-            None => truncate(&body, 2000),
+            None => truncate(&body, MAX_ERROR_BODY_CHARS),
         };
         outcome.error = error(&format!("http-{}", status.as_u16()), message);
         return outcome;
@@ -225,9 +244,9 @@ pub async fn stream_request(
 
     let content_type = response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     if !content_type.starts_with("text/event-stream") {
-        let text = tokio::time::timeout(Duration::from_secs(5), response.text()).await;
-        let body = text.ok().and_then(Result::ok).unwrap_or_default();
-        let message = format!("asked for a stream, got `{content_type}`: {}", truncate(&body, 200));
+        let body = tokio::time::timeout(Duration::from_secs(5), read_limited(response, ERROR_BODY_BYTES)).await;
+        let body = body.ok().and_then(Result::ok).map(|b| b.text().into_owned()).unwrap_or_default();
+        let message = format!("asked for a stream, got `{}`: {}", truncate(&content_type, 200), truncate(&body, 200));
         outcome.error = error("not-a-stream", message);
         return outcome;
     }
@@ -243,7 +262,13 @@ pub async fn stream_request(
     let mut done = false;
     let mut wire_bytes: u64 = 0;
     let mut token_events: u64 = 0;
-    let max_token_events = body.get("max_tokens").and_then(Value::as_u64).map(limits::token_events_for);
+    let mut other_events: u64 = 0;
+    let cap = body.get("max_tokens").and_then(Value::as_u64);
+    let max_events = limits::token_events_for(cap.unwrap_or(crate::plan::file::MAX_TOKENS));
+    let cap_said = match cap {
+        Some(cap) => format!("a cap of {cap} tokens"),
+        None => format!("no cap sent (bounded as for {})", crate::plan::file::MAX_TOKENS),
+    };
     while !done {
         // Idle means no token: keep-alive comments, empty deltas and trickled bytes are not
         // progress, so only a token event moves the deadline.
@@ -288,15 +313,23 @@ pub async fn stream_request(
                 saw_token = true;
                 last_token_at = Instant::now();
                 token_events += 1;
-                if max_token_events.is_some_and(|max| token_events > max) {
+                if token_events > max_events {
                     outcome.events.push(record);
-                    let cap = body.get("max_tokens").and_then(Value::as_u64).unwrap_or_default();
-                    let message = format!("the server went on past {token_events} token events for a cap of {cap} tokens; what came before is kept");
+                    let message = format!("the server went on past {token_events} token events for {cap_said}; what came before is kept");
                     outcome.error = error("runaway-stream", message);
                     return outcome;
                 }
                 if let Some(live) = live {
                     live.on_token_event();
+                }
+            } else {
+                // A role, a finish, usage, a tool's name, logprobs of a token with no text:
+                // an honest stream sends a few, or one per token, so the token bound is theirs.
+                other_events += 1;
+                if other_events > max_events {
+                    let message = format!("the server went on past {max_events} events that carry no token text for {cap_said}; what came before is kept");
+                    outcome.error = error("runaway-stream", message);
+                    return outcome;
                 }
             }
             outcome.events.push(record);
@@ -312,8 +345,8 @@ pub async fn stream_request(
 }
 
 /// Reads one SSE event's data: `None` when it is not JSON (the run's first such event becomes
-/// its `malformed-event` error). Public for the fuzz target (`fuzz/src/lib.rs`), which feeds it
-/// hostile chunks.
+/// its `malformed-event` error) or carries nothing (counted in `empty_events`). Public for the
+/// fuzz target (`fuzz/src/lib.rs`), which feeds it hostile chunks.
 pub fn read_event_data(data: &str, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
     let Ok(payload) = serde_json::from_str::<Value>(data) else {
         if outcome.error.is_none() {
@@ -321,18 +354,23 @@ pub fn read_event_data(data: &str, t_ns: u64, wire_bytes: usize, outcome: &mut S
         }
         return None;
     };
-    Some(read_event(&payload, t_ns, wire_bytes, outcome))
+    read_event(&payload, t_ns, wire_bytes, outcome)
 }
 
-/// Reads one chunk object: its text, and any finish reason, usage, timings or error it carries.
-fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> EventRecord {
+/// Reads one chunk object: its text, and any finish reason, usage, timings or error it
+/// carries. `None` for an event that carries none of these, no logprobs, no role and no tool
+/// call: it is counted in `empty_events` instead of kept, since no figure reads it (the first
+/// token, the decode span and the last event are all events that carry something).
+fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
     let choice = payload.pointer("/choices/0");
+    let role = choice.and_then(|c| c.pointer("/delta/role")).is_some_and(Value::is_string);
     let text_of = |pointer: &str| choice.and_then(|c| c.pointer(pointer)).and_then(Value::as_str).unwrap_or("");
     let text = [text_of("/delta/content"), text_of("/text")].concat();
     // Servers disagree on the field name for reasoning text.
     let reasoning = [text_of("/delta/reasoning_content"), text_of("/delta/reasoning")].concat();
     let tool_calls = choice.and_then(|c| c.pointer("/delta/tool_calls")).and_then(Value::as_array);
-    if tool_calls.is_some_and(|calls| !calls.is_empty()) {
+    let tool_call = tool_calls.is_some_and(|calls| !calls.is_empty());
+    if tool_call {
         outcome.tool_call = true;
     }
     let tool_args: String = tool_calls
@@ -341,14 +379,16 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         .filter_map(|call| call.pointer("/function/arguments").and_then(Value::as_str))
         .collect();
     let logprobs = choice.and_then(|c| c.get("logprobs")).map(read_logprobs).unwrap_or_default();
-    if let Some(reason) = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str) {
+    let finish = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str);
+    if let Some(reason) = finish {
         if let Some(before) = outcome.finish_reason.as_deref().filter(|b| *b != reason) {
             let what = format!("finish_reason `{before}`, then `{reason}`");
             outcome.conflict(what);
         }
         outcome.finish_reason = Some(reason.to_owned());
     }
-    if let Some(usage) = payload.get("usage").filter(|u| u.is_object()) {
+    let usage = payload.get("usage").filter(|u| u.is_object());
+    if let Some(usage) = usage {
         // A server may send usage in every chunk (vLLM's continuous usage stats): counts that
         // grow are progress; another prompt count, or fewer completion tokens, is not.
         if let Some(before) = &outcome.usage {
@@ -362,18 +402,32 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         }
         outcome.usage = Some(usage.clone());
     }
-    if let Some(timings) = payload.get("timings").filter(|t| t.is_object()) {
+    let timings = payload.get("timings").filter(|t| t.is_object());
+    if let Some(timings) = timings {
         outcome.timings = Some(timings.clone());
     }
+    let drafts = final_chunk_drafts(payload);
+    let has_drafts = drafts.is_some();
     if outcome.timings.is_none() {
-        outcome.timings = final_chunk_drafts(payload);
+        outcome.timings = drafts;
     }
-    if let Some(err) = payload.get("error").filter(|e| !e.is_null()) {
+    let err = payload.get("error").filter(|e| !e.is_null());
+    if let Some(err) = err {
         let message = err.get("message").and_then(Value::as_str).map_or_else(|| err.to_string(), str::to_owned);
         outcome.error = error("server-error", message);
     }
-    EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning, tool_args, logprobs }
+    let record = EventRecord { t_ns, bytes: wire_bytes as u32, text, reasoning, tool_args, logprobs };
+    let says_something = role || tool_call || finish.is_some() || usage.is_some() || timings.is_some() || has_drafts || err.is_some();
+    if !says_something && !record.carries_tokens() && record.logprobs.is_empty() {
+        outcome.empty_events += 1;
+        return None;
+    }
+    Some(record)
 }
+
+/// The characters of an error body a run keeps as its message (of the
+/// [`crate::http_body::ERROR_BODY_BYTES`] read).
+pub const MAX_ERROR_BODY_CHARS: usize = 2000;
 
 /// The alternatives kept per token: the API's maximum is 20; a server sending more is cut here
 /// so that one event cannot carry an unbounded list.
@@ -490,11 +544,10 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     message
 }
 
+/// A server's string cut to `max_chars`, the key redacted first (a key straddling the cut
+/// would leave its start).
 fn truncate(s: &str, max_chars: usize) -> String {
-    match s.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
+    crate::secrets::redacted_cut(s, max_chars)
 }
 
 #[cfg(test)]
@@ -516,11 +569,11 @@ mod tests {
     fn tool_call_argument_deltas_are_tokens_and_a_name_only_delta_is_not() {
         let mut outcome = StreamOutcome::default();
         let name = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "read_file", "arguments": ""}}]}}]});
-        let event = read_event(&name, 1, 10, &mut outcome);
+        let event = read_event(&name, 1, 10, &mut outcome).expect("a tool call's name is kept");
         assert!(!event.carries_tokens(), "a name-only delta is not a token");
         assert!(outcome.tool_call);
         let args = json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}}]});
-        let event = read_event(&args, 2, 10, &mut outcome);
+        let event = read_event(&args, 2, 10, &mut outcome).unwrap();
         assert_eq!(event.tool_args, "{\"path\":");
         assert!(event.carries_tokens());
     }
@@ -590,6 +643,26 @@ mod tests {
             read_event(&json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}), 0, 0, &mut outcome);
         }
         assert_eq!(outcome.conflicts.len(), MAX_CONFLICTS, "bounded");
+    }
+
+    #[test]
+    fn events_that_carry_nothing_are_counted_and_events_that_say_something_kept() {
+        let mut outcome = StreamOutcome::default();
+        for nothing in ["0", "{}", "null", "\"x\"", r#"{"choices":[{"delta":{}}]}"#, r#"{"choices":[{"delta":{"content":""},"finish_reason":null}]}"#, r#"{"usage":null}"#] {
+            assert_eq!(read_event_data(nothing, 0, 0, &mut outcome), None, "{nothing}");
+        }
+        assert_eq!(outcome.empty_events, 7);
+        for something in [
+            r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#,
+            r#"{"choices":[],"usage":{"completion_tokens":1}}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"logprobs":{"content":[{"token":"\u00e9","logprob":-1.0}]}}]}"#,
+            r#"{"choices":[],"timings":{"predicted_n":1}}"#,
+        ] {
+            assert!(read_event_data(something, 0, 0, &mut outcome).is_some(), "{something}");
+        }
+        assert_eq!(outcome.empty_events, 7, "none of these is counted");
     }
 
     #[test]

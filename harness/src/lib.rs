@@ -8,6 +8,7 @@
 pub mod client;
 pub mod corpus;
 pub mod engine_log;
+pub mod http_body;
 pub mod installs;
 pub mod memory;
 pub mod metrics;

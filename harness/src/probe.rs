@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use serde_json::{json, Value};
 
 use crate::client::error_chain;
+use crate::http_body::{describe, read_limited, tokenize_bytes, MODELS_BYTES, VERSION_BYTES};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -36,7 +37,13 @@ pub async fn served_models(http: &reqwest::Client, base: &str, api_key: Option<&
         anyhow::bail!("{url} answered {status}: the server wants an API key; pass --api-key-env VAR");
     }
     anyhow::ensure!(status.is_success(), "{url} answered {status}; is this an OpenAI-compatible server?");
-    let body: Value = response.json().await.with_context(|| format!("{url} did not answer JSON"))?;
+    let body = read_limited(response, MODELS_BYTES).await.map_err(|e| anyhow::anyhow!("reading {url}: {}", error_chain(&e)))?;
+    anyhow::ensure!(
+        !body.cut,
+        "{url} answered more than {}, the most benchpass reads of a model list; is this an OpenAI-compatible server?",
+        describe(MODELS_BYTES)
+    );
+    let body: Value = serde_json::from_slice(&body.bytes).with_context(|| format!("{url} did not answer JSON"))?;
     Ok(body
         .get("data")
         .and_then(Value::as_array)
@@ -48,12 +55,21 @@ pub async fn served_models(http: &reqwest::Client, base: &str, api_key: Option<&
 /// that sends megabytes there would otherwise repeat them into every CSV row.
 pub const MAX_SERVER_STRING_CHARS: usize = 200;
 
-/// `text` cut to [`MAX_SERVER_STRING_CHARS`], with `…` where it was cut.
+/// `text` cut to [`MAX_SERVER_STRING_CHARS`], with `…` where it was cut; the key is redacted
+/// first, so that one straddling the cut leaves nothing of itself.
 pub fn server_string(text: &str) -> String {
-    match text.char_indices().nth(MAX_SERVER_STRING_CHARS) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
+    crate::secrets::redacted_cut(text, MAX_SERVER_STRING_CHARS)
+}
+
+/// A version endpoint's JSON, read up to [`VERSION_BYTES`]; `None` when it does not answer
+/// 200 with JSON within that (an endless body is not waited out).
+pub async fn version_json(request: reqwest::RequestBuilder) -> Option<Value> {
+    let response = request.timeout(PROBE_TIMEOUT).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
     }
+    let body = read_limited(response, VERSION_BYTES).await.ok().filter(|b| !b.cut)?;
+    serde_json::from_slice(&body.bytes).ok()
 }
 
 /// The version a server reports and where it came from; endpoints tried in order: vLLM and
@@ -61,13 +77,7 @@ pub fn server_string(text: &str) -> String {
 pub async fn reported_version(http: &reqwest::Client, base: &str) -> Option<(String, String)> {
     const SOURCES: [(&str, &str); 3] = [("/version", "/version"), ("/api/version", "/version"), ("/props", "/build_info")];
     for (path, pointer) in SOURCES {
-        let Ok(response) = http.get(format!("{base}{path}")).timeout(PROBE_TIMEOUT).send().await else {
-            continue;
-        };
-        if !response.status().is_success() {
-            continue;
-        }
-        let Ok(body) = response.json::<Value>().await else { continue };
+        let Some(body) = version_json(http.get(format!("{base}{path}"))).await else { continue };
         if let Some(version) = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty()) {
             return Some((server_string(version), format!("GET {path}")));
         }
@@ -105,7 +115,10 @@ impl TokenCounter {
                 // `add_special: false`: count the text's own tokens, not a BOS in front of them.
                 let body = json!({"content": text, "add_special": false});
                 let response = http.post(url).json(&body).timeout(PROBE_TIMEOUT).send().await?.error_for_status()?;
-                let value: Value = response.json().await?;
+                let limit = tokenize_bytes(text.len());
+                let answer = read_limited(response, limit).await?;
+                anyhow::ensure!(!answer.cut, "{url} answered more than {} for {} bytes of text", describe(limit), text.len());
+                let value: Value = serde_json::from_slice(&answer.bytes)?;
                 let tokens = value.get("tokens").and_then(Value::as_array).context("no `tokens` array")?;
                 Ok(tokens.len() as u64)
             }

@@ -34,16 +34,21 @@ pub fn counter_deltas(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f
         .collect()
 }
 
-/// One scrape; `None` when the endpoint does not answer (it is optional everywhere). A pooled
-/// connection the server has already closed fails once, so a failure is tried again once.
+/// One scrape; `None` when the endpoint does not answer (it is optional everywhere), or
+/// answers more than [`crate::http_body::METRICS_BYTES`] (a cut exposition would lose counters
+/// and give false deltas). A pooled connection the server has already closed fails once, so a
+/// failure is tried again once.
 pub async fn scrape(http: &reqwest::Client, url: &str) -> Option<BTreeMap<String, f64>> {
+    use crate::http_body::{read_limited, METRICS_BYTES};
     for _ in 0..2 {
         let Ok(response) = http.get(url).timeout(Duration::from_secs(5)).send().await else { continue };
         if !response.status().is_success() {
             return None;
         }
-        if let Ok(text) = response.text().await {
-            return Some(parse(&text));
+        match read_limited(response, METRICS_BYTES).await {
+            Ok(body) if body.cut => return None,
+            Ok(body) => return Some(parse(&body.text())),
+            Err(_) => continue,
         }
     }
     None

@@ -885,6 +885,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         tool_call,
         top_logprobs: job.top_logprobs,
         stream_conflicts: outcome.conflicts,
+        empty_events: outcome.empty_events,
         events: outcome.events,
     }
 }

@@ -14,6 +14,8 @@ mod fuzz_corpus;
 mod hostile;
 mod hostile_files;
 mod hostile_numbers;
+mod hostile_sizes;
+mod key_echo;
 mod llama_cpp;
 mod llama_cpp_agent;
 mod llama_cpp_quality;

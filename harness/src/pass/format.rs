@@ -411,9 +411,18 @@ pub struct RunRecord {
     /// that changed its prompt count or lost tokens); the run keeps the last value of each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stream_conflicts: Vec<String>,
-    /// Every SSE event that carried a JSON payload, in arrival order; empty for imported runs.
+    /// SSE events whose JSON carried nothing (no token, logprobs, role, finish reason, usage,
+    /// timings, error or tool call): counted, not kept in `events`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub empty_events: u64,
+    /// Every SSE event that carried a JSON payload with something in it, in arrival order;
+    /// empty for imported runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventRecord>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn one() -> u32 {
@@ -563,6 +572,7 @@ impl RunRecord {
             tool_call: None,
             top_logprobs: None,
             stream_conflicts: vec![],
+            empty_events: 0,
             events: vec![],
         }
     }

@@ -232,7 +232,8 @@ pub async fn flush_cache(http: &reqwest::Client, base: &str, api_key: Option<&st
     let (status, detail) = match post.send().await {
         Ok(response) => {
             let status = response.status();
-            let body = response.text().await.unwrap_or_default();
+            let body = crate::http_body::read_limited(response, crate::http_body::FLUSH_BYTES).await;
+            let body = body.map(|b| b.text().into_owned()).unwrap_or_default();
             let first_line = body.lines().map(str::trim).find(|l| !l.is_empty()).map(crate::probe::server_string);
             let detail = match status.as_u16() {
                 s if (200..300).contains(&s) => None,
@@ -274,8 +275,7 @@ pub async fn read_version(
         return Some((crate::probe::server_string(&version), source));
     }
     let super::presets::VersionFrom::Endpoint { path, pointer } = preset.version else { return None };
-    let response = http.get(format!("{base}{path}")).timeout(Duration::from_secs(10)).send().await.ok()?;
-    let body = response.json::<Value>().await.ok()?;
+    let body = crate::probe::version_json(http.get(format!("{base}{path}"))).await?;
     let version = body.pointer(pointer).and_then(Value::as_str).filter(|v| !v.is_empty())?;
     Some((crate::probe::server_string(version), format!("GET {path}")))
 }
