@@ -121,6 +121,9 @@ pub struct AgentCell {
     /// `decode_tps` is the rate of turns that stopped early (no turn that reached its cap
     /// had a rate): a burst. Decided where the figure is picked, and nowhere else.
     pub decode_is_burst: bool,
+    /// The trace each session replayed (`prompt_id`), in session order: turn t of one set is
+    /// not turn t of another, so figures over different sets are not compared.
+    pub session_set: Vec<String>,
     pub by_turn: Vec<TurnPoint>,
     pub token_count_source: String,
     pub reasons: Vec<AgentReason>,
@@ -163,6 +166,10 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
     let mut sessions: Vec<u32> = runs.iter().filter_map(|r| r.session).collect();
     sessions.sort_unstable();
     sessions.dedup();
+    let session_set: Vec<String> = sessions
+        .iter()
+        .map(|&s| runs.iter().find(|r| r.session == Some(s)).and_then(|r| r.prompt_id.clone()).unwrap_or_else(|| "?".to_owned()))
+        .collect();
 
     let ttfts = |cold: bool| -> Vec<f64> { ok.iter().filter(|r| (turn(r) == 0) == cold).filter_map(|r| r.ttft_ms).collect() };
     let with_cache: Vec<(&RunRecord, u64, u64)> =
@@ -247,6 +254,7 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
         effective_prefill_tps: Figure::without_band(effective),
         decode_tps: Figure::of(decode),
         decode_is_burst,
+        session_set,
         by_turn,
         token_count_source: sources.join("+"),
         reasons,

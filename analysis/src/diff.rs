@@ -560,6 +560,15 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
             incomparable = true;
         }
     }
+    // Agent figures are over the sessions replayed: turn t of one set of traces is another
+    // prompt than turn t of another, so no figure of two sets is compared.
+    if let (Some(sa), Some(sb)) = (&a.agent, &b.agent) {
+        if sa.session_set != sb.session_set {
+            let show = |set: &[String]| format!("{} ({})", set.len(), set.join(", "));
+            reasons.push(Reason::new(ReasonCode::Params, format!("session set {} → {}", show(&sa.session_set), show(&sb.session_set))));
+            incomparable = true;
+        }
+    }
     if metric == MetricKind::DecodeTps && (a.decode_is_burst() || b.decode_is_burst()) {
         reasons.push(Reason::new(ReasonCode::ShortStop, "a side's decode rate comes from runs that stopped early"));
         incomparable = true;

@@ -208,6 +208,7 @@ mod tests {
             effective_prefill_tps: figure(&[6000.0]),
             decode_tps: figure(&[100.0]),
             decode_is_burst: false,
+            session_set: vec!["t1".into(), "t2".into()],
             by_turn: (0..3)
                 .map(|t| TurnPoint { turn: t, n: 2, ttft_ms: Some(100.0 - 30.0 * t as f64), prompt_tokens: Some(1000.0 + 250.0 * t as f64), cached_prompt_tokens: None })
                 .collect(),

@@ -245,3 +245,20 @@ max_tokens = 8
         assert!(session.windows(2).all(|w| w[0].turn < w[1].turn && w[0].started_unix_ms <= w[1].started_unix_ms), "each in order");
     }
 }
+
+#[test]
+fn agent_figures_over_different_session_sets_are_never_judged() {
+    let sim = Sim::start(&["--prefix-cache", "--decode-tps", "5000", "--prefill-tps", "200000"]);
+    let tmp = temp_dir();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    run_pass(&sim, &a, &["--workload", "agent", "--sessions", "1", "--max-tokens", "8"]);
+    run_pass(&sim, &b, &["--workload", "agent", "--sessions", "2", "--max-tokens", "8"]);
+    let output = benchpass(&["diff", a.to_str().unwrap(), b.to_str().unwrap(), "--format", "md"]);
+    let md = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // Turn t of one trace is not turn t of two: every agent row is incomparable, and says why.
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("| agent |")).collect();
+    assert!(!rows.is_empty(), "{md}");
+    assert!(rows.iter().all(|r| r.contains("incomparable")), "{md}");
+    assert!(md.contains("session set 1 (") && md.contains(") → 2 ("), "{md}");
+}
