@@ -634,6 +634,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 // Rows reach a pipe as they are made; one refused part-way exits non-zero.
                 export_pass(&args.pass, std::io::stdout().lock(), audience)?
             };
+            // The CSV's columns are fixed: what was left out is said here.
+            benchpass::warn_if_damaged(&args.pass, &exported.damage, None);
             if let Some(torn) = &exported.torn_tail {
                 eprintln!(
                     "warning: {}: line {} is cut short ({} bytes; the writer stopped mid-run); exported the runs before it",

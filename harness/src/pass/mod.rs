@@ -14,3 +14,6 @@ pub use format::*;
 pub use store::{
     damage_notes, read_pass, read_passes, write_imported, Damage, DamagedLine, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE,
 };
+
+#[cfg(test)]
+mod hostile_round_trip;

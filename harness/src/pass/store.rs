@@ -652,3 +652,111 @@ mod tests {
         assert_eq!(read_pass(dir.path()).unwrap().info.status, super::super::format::PassStatus::Complete);
     }
 }
+
+#[cfg(test)]
+mod damaged_lines {
+    use super::super::format::Workload;
+    use super::*;
+
+    fn run(rep: u32) -> RunRecord {
+        RunRecord { ttft_ms: Some(10.0 + rep as f64), ..RunRecord::unmeasured("c0", Workload::Sustained, 0, rep, false, 8) }
+    }
+
+    #[test]
+    fn a_bad_line_anywhere_is_named_and_left_out_and_resuming_keeps_it_and_every_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("p");
+        let mut writer = PassWriter::create(&dir, &PassInfo::synthetic("p", "m", vec![])).unwrap();
+        for rep in 0..4 {
+            writer.append(&run(rep)).unwrap();
+        }
+        drop(writer);
+        let runs = dir.join(RUNS_FILE);
+        let good: Vec<String> = fs::read_to_string(&runs).unwrap().lines().map(str::to_owned).collect();
+        // Line 1 garbage, line 3 a run no measurement wrote, line 5 not JSON at all, then a
+        // torn last line.
+        let impossible = good[1].replace("\"ttft_ms\":11.0", "\"ttft_ms\":-11.0");
+        let text = format!("\u{1b}[31mnot json\n{}\n{impossible}\n{}\n\x00\x01\n{}\n{{\"cell\":\"c0\",\"wor", good[0], good[2], good[3]);
+        fs::write(&runs, &text).unwrap();
+
+        let pass = read_pass(&dir).unwrap();
+        assert_eq!(pass.runs.iter().map(|r| r.rep).collect::<Vec<_>>(), [0, 2, 3]);
+        let named: Vec<(usize, &str)> = pass.damage.lines.iter().map(|d| (d.line, d.why.as_str())).collect();
+        assert_eq!(
+            named,
+            [
+                (1, "not a run record: expected value (column 1)"),
+                (3, "`ttft_ms` is -11; expected milliseconds, 0 or more"),
+                (5, "not a run record: expected value (column 1)"),
+            ]
+        );
+        assert_eq!((pass.damage.total, pass.torn_tail.as_ref().map(|t| t.line)), (3, Some(7)));
+        assert_eq!(pass.damage_summary().as_deref(), Some("3 lines of runs.jsonl could not be read (1, 3, 5) and its last line (7) is cut short; 3 runs read"));
+        assert_eq!(
+            pass.damage_notes(),
+            [
+                "runs.jsonl:1 could not be read (not a run record: expected value (column 1)): the run it held is left out",
+                "runs.jsonl:3 could not be read (`ttft_ms` is -11; expected milliseconds, 0 or more): the run it held is left out",
+                "runs.jsonl:5 could not be read (not a run record: expected value (column 1)): the run it held is left out",
+                "runs.jsonl:7 is cut short (the writer stopped mid-run): that run is left out",
+            ]
+        );
+        // The light read and the line-by-line read say the same.
+        let light = read_pass_keeping(&dir, |_| false).unwrap();
+        assert_eq!((light.runs.len(), &light.damage, &light.torn_tail), (3, &pass.damage, &pass.torn_tail));
+        let mut reader = RunReader::open(&dir).unwrap();
+        assert_eq!(reader.by_ref().map(|r| r.unwrap().rep).collect::<Vec<_>>(), [0, 2, 3]);
+        assert_eq!(reader.damage(), &pass.damage);
+
+        // Resuming: the torn line is cut, the damaged ones stay whole where they are (named
+        // at the same lines), and a run appended after them is read.
+        let mut writer = PassWriter::reopen(&dir).unwrap();
+        assert_eq!(writer.n_runs(), 3);
+        writer.append(&run(1)).unwrap();
+        drop(writer);
+        let after = fs::read_to_string(&runs).unwrap();
+        assert!(after.starts_with(&text[..text.rfind("{\"cell\":\"c0\",\"wor").unwrap()]), "nothing before the torn line changed: {after}");
+        let again = read_pass(&dir).unwrap();
+        assert_eq!(again.runs.iter().map(|r| r.rep).collect::<Vec<_>>(), [0, 2, 3, 1]);
+        assert_eq!((&again.damage, again.torn_tail.as_ref()), (&pass.damage, None));
+    }
+
+    #[test]
+    fn damage_past_what_is_named_is_counted_and_a_long_why_is_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("p");
+        let writer = PassWriter::create(&dir, &PassInfo::synthetic("p", "m", vec![])).unwrap();
+        drop(writer);
+        let long = format!("{{\"cell\":\"c0\",\"workload\":\"{}\"}}\n", "w".repeat(5000));
+        fs::write(dir.join(RUNS_FILE), long + &"x\n".repeat(100_000)).unwrap();
+        let pass = read_pass(&dir).unwrap();
+        assert_eq!((pass.runs.len(), pass.damage.total, pass.damage.lines.len()), (0, 100_001, Damage::MAX_NAMED));
+        let why = &pass.damage.lines[0].why;
+        assert!(why.starts_with("not a run record: unknown variant `www") && why.ends_with('…'), "{why}");
+        assert_eq!(why.chars().count(), Damage::MAX_WHY_CHARS + 1);
+        assert_eq!(pass.damage_notes().last().unwrap(), "99981 more lines of runs.jsonl could not be read and are left out");
+    }
+
+    #[test]
+    fn a_key_that_spells_json_is_redacted_string_by_string_and_the_line_still_reads() {
+        // Digits of a number, and JSON syntax: redacting the written text would break both.
+        const KEY: &str = "\":\"r3dact-me-json";
+        assert!(crate::secrets::register(KEY));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("p");
+        let mut writer = PassWriter::create(&dir, &PassInfo::synthetic("p", "m", vec![])).unwrap();
+        let mut echoed = run(0);
+        echoed.usage = Some(serde_json::json!({ format!("k{KEY}"): 1, "said": format!("echo {KEY} back") }));
+        echoed.error = Some(super::super::format::RunError { class: "http-401".to_owned(), message: format!("bad key {KEY}") });
+        writer.append(&echoed).unwrap();
+        drop(writer);
+        let text = fs::read_to_string(dir.join(RUNS_FILE)).unwrap();
+        assert!(!text.contains("r3dact-me-json"), "{text}");
+        let pass = read_pass(&dir).unwrap();
+        assert!(pass.damage.is_empty(), "{:?}", pass.damage);
+        let read = &pass.runs[0];
+        assert_eq!(read.error.as_ref().unwrap().message, "bad key [redacted]");
+        assert_eq!(read.usage.as_ref().unwrap()["said"], "echo [redacted] back");
+        assert_eq!(read.usage.as_ref().unwrap()["k[redacted]"], 1);
+    }
+}
