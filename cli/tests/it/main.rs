@@ -14,6 +14,7 @@ mod fuzz_corpus;
 mod hostile;
 mod hostile_files;
 mod hostile_numbers;
+mod hostile_records;
 mod llama_cpp;
 mod llama_cpp_agent;
 mod llama_cpp_quality;

@@ -402,7 +402,7 @@ impl Pass {
             if self.damage.total > numbers.len() {
                 numbers.push("…".to_owned());
             }
-            let lines = if self.damage.total == 1 { "line".to_owned() } else { format!("{} lines", self.damage.total) };
+            let lines = if self.damage.total == 1 { "1 line".to_owned() } else { format!("{} lines", self.damage.total) };
             parts.push(format!("{lines} of {RUNS_FILE} could not be read ({})", numbers.join(", ")));
         }
         if let Some(torn) = &self.torn_tail {
