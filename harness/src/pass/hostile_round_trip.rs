@@ -343,6 +343,11 @@ fn server_json_past_its_bounds_is_cut_where_it_overflows_and_says_so() {
         deep = json!({ "x": deep });
     }
     let timings = json!({"mtplx_stats": deep, "draft_n": 40, "draft_n_accepted": 31});
+    // Kept as it came, one level deeper in the record, it is past what serde reads (the old
+    // writer's unreadable pass).
+    let kept = RunRecord { timings: Some(timings.clone()), ..RunRecord::unmeasured("c0", Workload::Sustained, 0, 0, false, 8) };
+    let error = serde_json::from_str::<RunRecord>(&text(&kept)).unwrap_err();
+    assert!(error.to_string().starts_with("recursion limit exceeded"), "{error}");
     let cut = bounded::bound_value(&timings).into_owned();
     assert_eq!(depth(&cut), MAX_DEPTH);
     assert_eq!((cut["draft_n"].as_u64(), cut["draft_n_accepted"].as_u64()), (Some(40), Some(31)), "the figures' members stay");
