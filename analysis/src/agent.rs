@@ -332,7 +332,7 @@ mod tests {
     fn pass(turns: &[(u32, u32, u64, Option<u64>, f64)]) -> Pass {
         // Any pass's provenance will do: its one cell, `c0`, is the cell these turns ran in.
         let info = serde_json::from_str(include_str!("../../fixtures/soak/leaky-sim/pass.json")).unwrap();
-        let mut pass = Pass { dir: Default::default(), info, runs: vec![], torn_tail: None };
+        let mut pass = Pass::in_memory(info, vec![]);
         for &(session, turn, prompt, cached, ttft) in turns {
             let mut run = RunRecord::unmeasured("c0", Workload::Agent, 0, session, false, 8);
             run.session = Some(session);

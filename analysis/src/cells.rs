@@ -418,6 +418,11 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
     let text = |get: fn(&harness::pass::CellInfo) -> String| info.map(get).unwrap_or_default();
     let mut reasons = Vec::new();
 
+    // A line that could not be read held a run of some cell: every figure of the pass may
+    // miss it.
+    if let Some(detail) = pass.damage_summary() {
+        reasons.push(Reason::new(ReasonCode::Damaged, detail));
+    }
     if g.n_failed > 0 {
         reasons.push(Reason::new(ReasonCode::Errors, format!("{} of {} runs failed", g.n_failed, g.n)));
     }

@@ -578,7 +578,7 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         incomparable = true;
     }
     for side in [a, b] {
-        for code in [ReasonCode::TokenEstimate, ReasonCode::Nondeterministic, ReasonCode::Errors] {
+        for code in [ReasonCode::TokenEstimate, ReasonCode::Nondeterministic, ReasonCode::Errors, ReasonCode::Damaged] {
             if let Some(reason) = side.reasons.iter().find(|r| r.code == code) {
                 if !reasons.iter().any(|r| r.code == code) {
                     reasons.push(reason.clone());

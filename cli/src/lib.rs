@@ -9,22 +9,27 @@ use anyhow::Context as _;
 use harness::pass::store::{read_pass_keeping, read_passes_keeping};
 use harness::pass::{Pass, Workload};
 
-/// A pass, with a warning for a torn last line; a folder that is not a pass says so once and
-/// names the passes near it.
+/// A pass, with a warning for each line of runs.jsonl that could not be read and for a torn
+/// last line; a folder that is not a pass says so once and names the passes near it.
 pub fn load(dir: &Path) -> anyhow::Result<Pass> {
     if let Some(message) = harness::pass::listing::not_a_pass(dir) {
         anyhow::bail!(message);
     }
     // The events no figure reads are dropped as each run is read: most of a pass's memory.
     let pass = read_pass_keeping(dir, analysis::runs::events_the_figures_read)?;
-    if let Some(torn) = &pass.torn_tail {
-        eprintln!(
-            "warning: {}: line {} of runs.jsonl is cut short (the writer stopped mid-run); that run is left out",
-            dir.display(),
-            torn.line
-        );
-    }
+    warn_if_damaged(dir, &pass.damage, pass.torn_tail.as_ref());
     Ok(pass)
+}
+
+/// On stderr, what of the runs.jsonl in `dir` could not be read: every command that reads a
+/// pass says it, each line with its number and why (`harness::pass::damage_notes`), so that a
+/// damaged pass never passes for a smaller whole one. What the figures say of it is the
+/// `damaged` reason (in the tables, the leaderboard's `flags` and the diff's rows).
+pub fn warn_if_damaged(dir: &Path, damage: &harness::pass::Damage, torn_tail: Option<&harness::pass::TornTail>) {
+    for note in harness::pass::damage_notes(damage, torn_tail) {
+        // A line's why may quote the line: shown, never obeyed.
+        eprintln!("warning: {}: {}", harness::progress::printable(&dir.display().to_string()), harness::progress::printable(&note));
+    }
 }
 
 /// Writes `contents` to `path`, making its folder: into a temporary file beside it, synced,
@@ -208,6 +213,8 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
         "status": pass.info.status,
         "runs": pass.runs.len(),
         "failed": pass.runs.iter().filter(|r| r.is_error()).count(),
+        // What of runs.jsonl could not be read; empty for a whole pass.
+        "damaged": pass.damage_notes(),
         "steps": json_steps,
     });
     Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json })
@@ -293,6 +300,9 @@ pub fn leaderboard(dirs: &[PathBuf], format: Format) -> anyhow::Result<String> {
         }
     }
     let passes = read_passes_keeping(dirs, analysis::runs::events_the_figures_read)?;
+    for (pass, dir) in passes.iter().zip(dirs) {
+        warn_if_damaged(dir, &pass.damage, pass.torn_tail.as_ref());
+    }
     let mut seen = std::collections::HashSet::new();
     for (pass, dir) in passes.iter().zip(dirs) {
         anyhow::ensure!(

@@ -633,6 +633,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 std::io::Write::flush(&mut stdout)?;
                 exported
             };
+            // The CSV's columns are fixed: what was left out is said here.
+            benchpass::warn_if_damaged(&args.pass, &exported.damage, None);
             if let Some(torn) = &exported.torn_tail {
                 eprintln!(
                     "warning: {}: line {} is cut short ({} bytes; the writer stopped mid-run); exported the runs before it",

@@ -79,16 +79,19 @@ pub fn summary(diff: &Diff) -> String {
 }
 
 /// The engines of each side with their versions, shown beside the pass ids: `llama.cpp b5000`,
-/// one per engine and version, in cell order. Empty where the caller has only the diff.
+/// one per engine and version, in cell order; and what of each side's runs.jsonl could not be
+/// read (`Pass::damage_notes`), said under them. Empty where the caller has only the diff.
 #[derive(Debug, Clone, Default)]
 pub struct Sides {
     pub a_engines: Vec<String>,
     pub b_engines: Vec<String>,
+    pub a_damage: Vec<String>,
+    pub b_damage: Vec<String>,
 }
 
 impl Sides {
     pub fn of(a: &Pass, b: &Pass) -> Sides {
-        Sides { a_engines: engine_versions(a), b_engines: engine_versions(b) }
+        Sides { a_engines: engine_versions(a), b_engines: engine_versions(b), a_damage: a.damage_notes(), b_damage: b.damage_notes() }
     }
 }
 
@@ -221,6 +224,8 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
         b => diff.b_pass,
         a_engines => sides.a_engines,
         b_engines => sides.b_engines,
+        a_damage => sides.a_damage,
+        b_damage => sides.b_damage,
         summary => summary(diff),
         groups => groups,
         drift => drift,

@@ -446,6 +446,9 @@ pub struct PassHeader {
     pub n_runs: usize,
     pub benchpass: String,
     pub protocol: String,
+    /// What of runs.jsonl could not be read (`Pass::damage_notes`), shown at the top of the
+    /// report; empty for a whole pass, which then renders as it always did.
+    pub damage: Vec<String>,
 }
 
 /// What a Mac benchmarker checks before trusting a figure, in the order they would say it:
@@ -551,6 +554,7 @@ pub fn header(pass: &Pass) -> PassHeader {
         n_runs: pass.runs.len(),
         benchpass,
         protocol,
+        damage: pass.damage_notes(),
     }
 }
 

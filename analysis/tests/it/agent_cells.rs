@@ -21,7 +21,7 @@ fn prompt(t: u32) -> u64 {
 fn pass(id: &str, ttft: impl Fn(u32, u32) -> f64, cache_info: bool) -> Pass {
     let mut info: harness::pass::PassInfo = serde_json::from_str(include_str!("../../../fixtures/soak/leaky-sim/pass.json")).unwrap();
     info.pass_id = id.to_owned();
-    let mut pass = Pass { dir: Default::default(), info, runs: vec![], torn_tail: None };
+    let mut pass = Pass::in_memory(info, vec![]);
     for session in 0..SESSIONS {
         for turn in 0..TURNS {
             let mut run = RunRecord::unmeasured("c0", Workload::Agent, 0, session, false, 8);

@@ -14,6 +14,7 @@ mod fuzz_corpus;
 mod hostile;
 mod hostile_files;
 mod hostile_numbers;
+mod hostile_records;
 mod hostile_sizes;
 mod key_echo;
 mod llama_cpp;

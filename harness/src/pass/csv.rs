@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::format::*;
 use crate::metrics;
-use super::store::{read_pass_info, write_imported, Pass, PassError, RunReader, TornTail};
+use super::store::{read_pass_info, write_imported, Damage, Pass, PassError, RunReader, TornTail};
 
 /// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
 /// later are added at the end ([`LATER_COLUMNS`]), so a reader by position finds the others
@@ -89,13 +89,17 @@ pub struct Exported {
     /// The last line of runs.jsonl was cut short (the writer stopped mid-run): the runs before
     /// it were exported.
     pub torn_tail: Option<TornTail>,
+    /// Lines of runs.jsonl that could not be read: left out, every other run exported.
+    pub damage: Damage,
 }
 
 /// The pass in `dir` as a runs CSV, the same bytes [`export_runs`] (or, for a spreadsheet,
 /// [`export_runs_for_spreadsheet`]) writes of it read whole, but read and written one run at
-/// a time: memory for `pass.json` and one run, whatever the size of the pass. A run that no
-/// measurement wrote stops it with its file and line, after the rows before it were written;
-/// the caller decides what becomes of them (`benchpass export` removes a file it was writing).
+/// a time: memory for `pass.json` and one run, whatever the size of the pass. A line that is
+/// not a run, or a run that no measurement wrote, is left out and named in
+/// [`Exported::damage`]; a failed read stops it with its file, after the rows before it were
+/// written, and the caller decides what becomes of them (`benchpass export` removes a file it
+/// was writing).
 pub fn export_pass(dir: &Path, out: impl Write, audience: Audience) -> anyhow::Result<Exported> {
     let info = read_pass_info(dir)?;
     let mut reader = RunReader::open(dir)?;
@@ -106,7 +110,7 @@ pub fn export_pass(dir: &Path, out: impl Write, audience: Audience) -> anyhow::R
         runs += 1;
     }
     rows.finish()?;
-    Ok(Exported { runs, torn_tail: reader.torn_tail().cloned() })
+    Ok(Exported { runs, torn_tail: reader.torn_tail().cloned(), damage: reader.damage().clone() })
 }
 
 /// The characters that make a spreadsheet read a cell as a formula (or, for tab and carriage

@@ -5,7 +5,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Bumped on any change a reader of older passes would misread.
+use super::bounded::float;
+
+/// Bumped on any change a reader of older passes would misread. (Floats JSON cannot hold,
+/// written as text by [`float`], and server JSON cut at [`super::bounded`]'s bounds were no
+/// bump: every pass written before reads as it did, and an older reader refuses such a line,
+/// as it refused the `null` written there before, rather than misreading it.)
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,7 +28,7 @@ pub struct PassInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<RequestParams>,
     /// CPU time benchpass itself used during the pass (user + system), where the OS tells it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
     pub harness_cpu_seconds: Option<f64>,
     /// The CSV file a pass came from when it was imported rather than measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,6 +172,7 @@ pub struct WeightFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestParams {
     pub api: String,
+    #[serde(with = "float")]
     pub temperature: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -177,7 +183,9 @@ pub struct RequestParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Value>,
     pub concurrency: u32,
+    #[serde(with = "float")]
     pub first_token_timeout_s: f64,
+    #[serde(with = "float")]
     pub idle_timeout_s: f64,
     /// What the pass runs, in order.
     pub steps: Vec<Step>,
@@ -190,7 +198,7 @@ pub struct RequestParams {
     pub model_picked: bool,
     /// Requests were sent at seeded Poisson arrivals of this many a second (`--request-rate`),
     /// `concurrency` capping the streams in flight, rather than keeping `concurrency` busy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
     pub request_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_seed: Option<u64>,
@@ -369,8 +377,9 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_peak_rss_bytes: Option<u64>,
     /// Engine counters (Prometheus `…_total`) that moved during the run, where the engine has
-    /// a metrics endpoint and one stream ran at a time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// a metrics endpoint and one stream ran at a time. A Prometheus value may be `NaN` or
+    /// `+Inf`: such a count is written as text ([`float`]).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option_map")]
     pub server_counters: Option<std::collections::BTreeMap<String, f64>>,
     /// The machine's thermal pressure, the higher of the readings just before and just after
     /// the run (macOS: `notifyutil -g com.apple.system.thermalpressurelevel`); absent where
@@ -380,12 +389,12 @@ pub struct RunRecord {
     /// Speculative decoding's draft acceptance for this run (0 to 1) as the engine's own log
     /// gave it, where the engine gives a ratio and no counts (oMLX's DFlash `acceptance=`),
     /// and one stream ran at a time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
     pub logged_draft_acceptance: Option<f64>,
-    /// The server's `usage` object, verbatim.
+    /// The server's `usage` object, verbatim within [`super::bounded`]'s bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
-    /// The server's `timings` object (llama.cpp), verbatim.
+    /// The server's `timings` object (llama.cpp), verbatim within [`super::bounded`]'s bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<Value>,
     /// Agent workload: which session of the step (0-based) and which turn of it (0-based).
@@ -463,6 +472,8 @@ pub struct TokenLogprob {
     pub token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<Vec<u8>>,
+    /// `-inf` (a token the model gave no chance) is written as text ([`float`]).
+    #[serde(with = "float")]
     pub logprob: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<TopLogprob>,
@@ -471,6 +482,7 @@ pub struct TokenLogprob {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopLogprob {
     pub token: String,
+    #[serde(with = "float")]
     pub logprob: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<Vec<u8>>,
