@@ -22,6 +22,7 @@ mod mlx_lm;
 mod plans;
 mod process_groups;
 mod quality;
+mod resume_jobs;
 mod sizes;
 mod tls;
 mod vllm_bench;
