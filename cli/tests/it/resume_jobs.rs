@@ -193,9 +193,9 @@ fn agent_sessions_killed_mid_session_are_run_again_whole_and_the_pass_counts_eve
 fn quality_rounds_killed_mid_round_resume_at_the_next_prompt_and_the_pass_counts_every_prompt_once() {
     let _one_at_a_time = engine_lock();
     let tmp = temp_dir();
-    // A prompt takes about 30 ms (15 ms of latency, 12 tokens at 1000 tok/s): round 0's 52
-    // prompts about 1.6 s.
-    let sim = r#""--base-latency-ms", "15", "--decode-tps", "1000""#;
+    // A prompt takes about 40 ms (25 ms of latency, 12 tokens at 1000 tok/s): round 0's 52
+    // prompts about 2 s.
+    let sim = r#""--base-latency-ms", "25", "--decode-tps", "1000""#;
     let plan = plan(tmp.path(), sim, "kind = \"quality\"\nruns = 2\nwarmup = 1\nmax_tokens = 12\ntop_logprobs = 5");
     let out = tmp.path().join("pass");
     let prompts = quality::prompts().unwrap();
@@ -204,7 +204,9 @@ fn quality_rounds_killed_mid_round_resume_at_the_next_prompt_and_the_pass_counts
     let planned: Vec<_> = round(true, 0).chain(round(false, 0)).chain(round(false, 1)).collect();
     assert_eq!(planned.len(), 72);
 
-    let cuts = kill_9_at_seeded_moments(&plan, &out, 0x9A117, 5, (400, 1200), &planned);
+    // A resume takes about 1.4 s to stop the engine left running and start a fresh one: the
+    // kills land up to 1 s into its runs: up to about 25 prompts.
+    let cuts = kill_9_at_seeded_moments(&plan, &out, 0x9A117, 5, (1500, 900), &planned);
     let runs = raw_runs(&out);
     assert_each_planned_place_once(&runs, &planned);
     assert!(cuts >= 2, "the kills cut rounds short ({cuts} of 5)");
