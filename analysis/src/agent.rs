@@ -143,7 +143,7 @@ impl AgentCell {
 pub fn summarize(pass: &Pass) -> Vec<AgentCell> {
     let mut cell_ids: Vec<&str> = pass.info.cells.iter().map(|c| c.id.as_str()).collect();
     // Runs of a cell the pass.json does not list (a torn pass) still count, after the rest.
-    for run in &pass.runs {
+    for run in crate::runs::counted(pass) {
         if !cell_ids.contains(&run.cell.as_str()) {
             cell_ids.push(&run.cell);
         }
@@ -151,7 +151,7 @@ pub fn summarize(pass: &Pass) -> Vec<AgentCell> {
     cell_ids
         .into_iter()
         .filter_map(|id| {
-            let runs: Vec<&RunRecord> = pass.runs.iter().filter(|r| r.cell == id && r.workload == Workload::Agent && !r.warmup).collect();
+            let runs: Vec<&RunRecord> = crate::runs::counted(pass).filter(|r| r.cell == id && r.workload == Workload::Agent && !r.warmup).collect();
             (!runs.is_empty()).then(|| summarize_cell(pass, id, &runs))
         })
         .collect()

@@ -236,7 +236,7 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
     // `run_facts` gives one row per run in order, so each fact pairs with its run's concurrency.
     let (facts, concurrency): (Vec<RunFacts>, Vec<u32>) = passes
         .iter()
-        .flat_map(|p| run_facts(p).into_iter().zip(p.runs.iter().map(|r| r.concurrency)))
+        .flat_map(|p| run_facts(p).into_iter().zip(crate::runs::counted(p).map(|r| r.concurrency)))
         .filter(|(f, _)| !f.warmup && f.workload != Workload::Quality)
         .unzip();
     let groups = aggregate(&facts, &concurrency)?;
@@ -254,9 +254,7 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
         let (from, to) = start_of[g.pass_id.as_str()];
         let mut step = cell_step(&passes[i], &facts[from..to], &concurrency[from..to], g);
         if crate::serving::step_has_figures(&passes[i].info, step.workload, step.target_prompt_tokens, step.concurrency) {
-            let runs: Vec<&harness::pass::RunRecord> = passes[i]
-                .runs
-                .iter()
+            let runs: Vec<&harness::pass::RunRecord> = crate::runs::counted(&passes[i])
                 .filter(|r| !r.warmup && r.cell == step.cell && r.workload == step.workload)
                 .filter(|r| r.target_prompt_tokens == step.target_prompt_tokens && r.concurrency == step.concurrency)
                 .collect();
@@ -522,7 +520,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         reasons.push(Reason::new(ReasonCode::Drift, detail));
     }
     // Without a warmup the first measured run pays for whatever a cold engine does once.
-    let warmed = pass.runs.iter().any(|r| {
+    let warmed = crate::runs::counted(pass).any(|r| {
         r.warmup && r.cell == g.cell && r.workload == g.workload && r.target_prompt_tokens == g.target && r.concurrency == g.concurrency
     });
     if !warmed {

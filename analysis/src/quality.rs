@@ -164,7 +164,7 @@ pub fn reference_cell<'a>(pass: &'a Pass, cell: Option<&str>) -> Result<&'a Cell
 
 /// The measured quality runs of a cell, successful or not, in file order.
 fn quality_runs<'a>(pass: &'a Pass, cell: &'a str) -> impl Iterator<Item = &'a RunRecord> + 'a {
-    pass.runs.iter().filter(move |r| r.cell == cell && r.workload == Workload::Quality && !r.warmup && r.prompt_id.is_some())
+    crate::runs::counted(pass).filter(move |r| r.cell == cell && r.workload == Workload::Quality && !r.warmup && r.prompt_id.is_some())
 }
 
 /// Every cell with measured quality runs in `passes`, each against the reference cell

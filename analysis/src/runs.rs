@@ -93,9 +93,21 @@ pub fn events_the_figures_read(info: &PassInfo) -> impl FnMut(&RunRecord) -> boo
     }
 }
 
+/// The runs of `pass` that its figures count, in file order: all but the superseded ones (the
+/// runs of a session cut short by an interruption, which `--resume` ran again whole;
+/// `harness::runner::superseded` decides). Every reader of a pass's runs in analysis and report
+/// goes through this.
+pub fn counted(pass: &Pass) -> impl Iterator<Item = &RunRecord> {
+    pass.runs.iter().zip(harness::runner::superseded(&pass.runs)).filter(|(_, superseded)| !superseded).map(|(run, _)| run)
+}
+
+/// How many runs of `pass` are superseded and left out of its figures.
+pub fn n_superseded(pass: &Pass) -> usize {
+    harness::runner::superseded(&pass.runs).into_iter().filter(|s| *s).count()
+}
+
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
-    pass.runs
-        .iter()
+    counted(pass)
         .map(|run| {
             let output_sha256 = run.output_sha256.clone().or_else(|| harness::pass::RunRecord::hash_output(&run.events));
             let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);

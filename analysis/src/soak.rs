@@ -46,7 +46,7 @@ const MIB: f64 = (1u64 << 20) as f64;
 pub fn soaks(pass: &Pass) -> Vec<Soak> {
     let mut out = Vec::new();
     for cell in &pass.info.cells {
-        let mut runs: Vec<_> = pass.runs.iter().filter(|r| r.cell == cell.id && r.workload == Workload::Soak && !r.warmup).collect();
+        let mut runs: Vec<_> = crate::runs::counted(pass).filter(|r| r.cell == cell.id && r.workload == Workload::Soak && !r.warmup).collect();
         if runs.is_empty() {
             continue;
         }

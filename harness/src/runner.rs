@@ -130,6 +130,8 @@ pub struct Job {
     pub top_logprobs: Option<u32>,
     /// The step's own concurrency, where it has one (else the target's).
     pub concurrency: Option<u32>,
+    /// Recorded as the run's `attempt`: above 0 for a session `--resume` runs again whole.
+    pub attempt: u32,
 }
 
 impl Job {
@@ -148,6 +150,7 @@ impl Job {
             prompt_id: None,
             top_logprobs: None,
             concurrency: None,
+            attempt: 0,
         }
     }
 }
@@ -722,13 +725,134 @@ pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
 
 /// How many runs a slot makes: one, or a session's turns, or a quality round's prompts.
 pub fn runs_in_slot(slot: &Slot) -> u64 {
+    places_in_slot("", slot).len() as u64
+}
+
+/// Where a run sits in a plan: its cell, its slot (workload, target, repetition, warmup) and,
+/// within an agent session or a quality round, its turn or its prompt. One place is one
+/// planned job: a resumed pass makes the places it lacks, and a plan's pass is complete when
+/// every place has a run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobPlace {
+    pub cell: String,
+    pub workload: Workload,
+    pub target: u64,
+    pub rep: u32,
+    pub warmup: bool,
+    pub session: Option<u32>,
+    pub turn: Option<u32>,
+    pub prompt_id: Option<String>,
+}
+
+impl JobPlace {
+    pub fn of_run(run: &RunRecord) -> JobPlace {
+        JobPlace {
+            cell: run.cell.clone(),
+            workload: run.workload,
+            target: run.target_prompt_tokens,
+            rep: run.rep,
+            warmup: run.warmup,
+            session: run.session,
+            turn: run.turn,
+            prompt_id: run.prompt_id.clone(),
+        }
+    }
+
+    pub fn of_job(cell: &str, job: &Job) -> JobPlace {
+        JobPlace {
+            cell: cell.to_owned(),
+            workload: job.workload,
+            target: job.target,
+            rep: job.rep,
+            warmup: job.warmup,
+            session: job.session,
+            turn: job.turn,
+            prompt_id: job.prompt_id.clone(),
+        }
+    }
+
+    /// A record of this place that never ran (its engine did not start, its prompt could not be
+    /// cut), failed with `error`.
+    pub fn not_run(&self, max_tokens: u64, attempt: u32, error: RunError) -> RunRecord {
+        RunRecord {
+            // No stream was ever in flight for it.
+            concurrency: 0,
+            error: Some(error),
+            session: self.session,
+            turn: self.turn,
+            prompt_id: self.prompt_id.clone(),
+            attempt,
+            ..RunRecord::unmeasured(&self.cell, self.workload, self.target, self.rep, self.warmup, max_tokens)
+        }
+    }
+
+    /// How a person names it: `c0 agent session 1 turn 4`, `c1 quality round 0 prompt code-03`.
+    pub fn describe(&self) -> String {
+        let mut out = format!("{} {}", self.cell, self.workload.as_str());
+        if self.workload.has_prompt_targets() {
+            out.push_str(&format!(" {}", self.target));
+        }
+        let kind = match self.workload {
+            Workload::Agent => "session",
+            Workload::Quality => "round",
+            _ => "run",
+        };
+        out.push_str(&format!(" {}{kind} {}", if self.warmup { "warmup " } else { "" }, self.rep));
+        if let Some(turn) = self.turn {
+            out.push_str(&format!(" turn {turn}"));
+        } else if let Some(prompt) = &self.prompt_id {
+            out.push_str(&format!(" prompt {}", crate::progress::printable(prompt)));
+        }
+        out
+    }
+}
+
+/// The places of `slot` in `cell`, without cutting a prompt: one, or a session's turns, or a
+/// quality round's prompts.
+pub fn places_in_slot(cell: &str, slot: &Slot) -> Vec<JobPlace> {
     let own = match slot.step.workload {
         Workload::Agent => crate::workloads::agent::jobs(&slot.step, slot.rep, slot.warmup),
         Workload::Quality => crate::workloads::quality::jobs(&slot.step, slot.rep, slot.warmup),
-        _ => return 1,
+        _ => Ok(Vec::new()),
     };
-    // A workload whose prompts do not load fails when its jobs are made, with the reason.
-    own.map_or(1, |jobs| jobs.len() as u64)
+    match own {
+        Ok(jobs) if !jobs.is_empty() => jobs.iter().map(|job| JobPlace::of_job(cell, job)).collect(),
+        // One run: a workload of its own prompts that do not load fails when its jobs are
+        // made, as one run with the reason.
+        _ => vec![JobPlace {
+            cell: cell.to_owned(),
+            workload: slot.step.workload,
+            target: slot.step.target_prompt_tokens,
+            rep: slot.rep,
+            warmup: slot.warmup,
+            session: None,
+            turn: None,
+            prompt_id: None,
+        }],
+    }
+}
+
+/// The slot a run fills: its cell, workload, target, repetition and whether it is a warmup.
+type SlotOf<'a> = (&'a str, Workload, u64, u32, bool);
+
+fn slot_of(run: &RunRecord) -> SlotOf<'_> {
+    (&run.cell, run.workload, run.target_prompt_tokens, run.rep, run.warmup)
+}
+
+/// Which of `runs` are superseded: those whose slot has runs of a later `attempt` (an agent
+/// session that `--resume` ran again whole, after an interruption had cut it short). They stay
+/// in `runs.jsonl`, and every figure leaves them out: the one rule the analysis and the resume
+/// share.
+pub fn superseded(runs: &[RunRecord]) -> Vec<bool> {
+    if runs.iter().all(|r| r.attempt == 0) {
+        return vec![false; runs.len()];
+    }
+    let mut latest: std::collections::HashMap<SlotOf<'_>, u32> = std::collections::HashMap::new();
+    for run in runs {
+        let attempt = latest.entry(slot_of(run)).or_insert(0);
+        *attempt = (*attempt).max(run.attempt);
+    }
+    runs.iter().map(|run| run.attempt < latest[&slot_of(run)]).collect()
 }
 
 /// The jobs of `slots`, in order, with every prompt cut before the first request is sent.
@@ -884,6 +1008,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         cached_prompt_tokens,
         tool_call,
         top_logprobs: job.top_logprobs,
+        attempt: job.attempt,
         stream_conflicts: outcome.conflicts,
         empty_events: outcome.empty_events,
         events: outcome.events,
@@ -929,6 +1054,33 @@ async fn count_tokens(
 
 #[cfg(test)]
 mod tests {
+    use crate::pass::{RunRecord, Workload};
+
+    #[test]
+    fn superseded_runs_are_those_whose_slot_has_runs_of_a_later_attempt() {
+        let run = |cell: &str, rep: u32, turn: u32, attempt: u32| RunRecord {
+            session: Some(rep),
+            turn: Some(turn),
+            attempt,
+            ..RunRecord::unmeasured(cell, Workload::Agent, 0, rep, false, 8)
+        };
+        let runs = [
+            run("c0", 0, 0, 0),
+            run("c0", 0, 1, 0),
+            // Session 0 again, whole: the two turns above are superseded.
+            run("c0", 0, 0, 1),
+            run("c0", 0, 1, 1),
+            run("c0", 0, 2, 1),
+            // Another session, and the same session of another cell, are other slots.
+            run("c0", 1, 0, 0),
+            run("c1", 0, 0, 0),
+        ];
+        assert_eq!(super::superseded(&runs), [true, true, false, false, false, false, false]);
+        let warmup = RunRecord { warmup: true, ..runs[0].clone() };
+        assert_eq!(super::superseded(&[runs[2].clone(), warmup]), [false, false], "a warmup session is a slot of its own");
+        assert_eq!(super::superseded(&runs[..2]), [false, false]);
+    }
+
     #[test]
     fn poisson_arrivals_are_seeded_and_their_mean_gap_is_one_over_the_rate() {
         let arrivals = super::Arrivals { rate: 20.0, seed: 7 };

@@ -110,7 +110,7 @@ pub fn decode_vs_prompt(steps: &[CellStep]) -> Option<Chart> {
 pub fn token_timeline(pass: &Pass) -> Option<Chart> {
     let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for cell in &pass.info.cells {
-        let Some(run) = pass.runs.iter().find(|r| r.cell == cell.id && !r.warmup && r.events.iter().any(|e| e.carries_tokens())) else {
+        let Some(run) = analysis::runs::counted(pass).find(|r| r.cell == cell.id && !r.warmup && r.events.iter().any(|e| e.carries_tokens())) else {
             continue;
         };
         let mut chars = 0.0;

@@ -444,6 +444,8 @@ pub struct PassHeader {
     pub finished_at: String,
     pub status: String,
     pub n_runs: usize,
+    /// Runs of sessions cut short and run again whole on resume, left out of every figure.
+    pub n_superseded: usize,
     pub benchpass: String,
     pub protocol: String,
     /// What of runs.jsonl could not be read (`Pass::damage_notes`), shown at the top of the
@@ -552,6 +554,7 @@ pub fn header(pass: &Pass) -> PassHeader {
         finished_at: pass.info.finished_at.clone().unwrap_or_else(|| "–".to_owned()),
         status: format!("{:?}", pass.info.status).to_lowercase(),
         n_runs: pass.runs.len(),
+        n_superseded: analysis::runs::n_superseded(pass),
         benchpass,
         protocol,
         damage: pass.damage_notes(),

@@ -26,6 +26,7 @@ mod plans;
 mod process_groups;
 mod quality;
 mod shared_passes;
+mod resume_jobs;
 mod sizes;
 mod sweep;
 mod tls;

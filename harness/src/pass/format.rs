@@ -416,6 +416,11 @@ pub struct RunRecord {
     /// Quality workload: the number of alternatives asked for per token (`top_logprobs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_logprobs: Option<u32>,
+    /// Which try at its slot this run belongs to: 0, unless `--resume` ran again whole an agent
+    /// session that an interruption had cut short. A run whose slot has runs of a later attempt
+    /// is superseded: it stays on disk and out of every figure (`runner::superseded`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
     /// Where the server's stream contradicted itself (two different finish reasons, a usage
     /// that changed its prompt count or lost tokens); the run keeps the last value of each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -430,8 +435,10 @@ pub struct RunRecord {
     pub events: Vec<EventRecord>,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+/// Whether a count is zero: such a field is left out of the file, so a record without it
+/// reads and writes the same bytes as before the field existed.
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
 }
 
 fn one() -> u32 {
@@ -583,6 +590,7 @@ impl RunRecord {
             cached_prompt_tokens: None,
             tool_call: None,
             top_logprobs: None,
+            attempt: 0,
             stream_conflicts: vec![],
             empty_events: 0,
             events: vec![],

@@ -2,6 +2,7 @@
 //! wait for health, capture version and hashes, run the workloads with their gaps, stop — into
 //! one pass.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::client::{Api, RequestConfig};
 use crate::pass::*;
 use crate::progress::{Progress, ProgressMode};
 use crate::provenance;
-use crate::runner::{self, all_slots, Interrupt, PassSummary, Slot, Target};
+use crate::runner::{self, all_slots, places_in_slot, Interrupt, Job, JobPlace, PassSummary, Slot, Target};
 
 #[derive(Debug, Clone)]
 pub struct PlanRunOptions {
@@ -31,11 +32,103 @@ pub struct PlanRunOptions {
     pub resume: Option<PathBuf>,
 }
 
-/// A run's place in the plan; a resumed pass skips the places already recorded.
-type Place = (String, Workload, u64, u32, bool);
+/// A slot of a cell: (cell, workload, target, repetition, warmup).
+type SlotKey = (String, Workload, u64, u32, bool);
 
-fn place(run: &RunRecord) -> Place {
-    (run.cell.clone(), run.workload, run.target_prompt_tokens, run.rep, run.warmup)
+fn slot_key(cell: &str, slot: &Slot) -> SlotKey {
+    (cell.to_owned(), slot.step.workload, slot.step.target_prompt_tokens, slot.rep, slot.warmup)
+}
+
+/// What a pass holds already: what a resumed pass does not make again, and what a finished
+/// one is checked against.
+#[derive(Default)]
+struct Recorded {
+    /// The places with a run that counts (one not superseded).
+    done: HashSet<JobPlace>,
+    /// The latest attempt of each slot that has a run.
+    latest: HashMap<SlotKey, u32>,
+}
+
+impl Recorded {
+    fn of(runs: &[RunRecord]) -> anyhow::Result<Recorded> {
+        let mut recorded = Recorded::default();
+        for (i, (run, superseded)) in runs.iter().zip(runner::superseded(runs)).enumerate() {
+            anyhow::ensure!(
+                run.attempt < u32::MAX,
+                "run {} of runs.jsonl has attempt {}, which leaves no number for a next attempt: benchpass did not write it",
+                i + 1,
+                run.attempt
+            );
+            let latest = recorded.latest.entry((run.cell.clone(), run.workload, run.target_prompt_tokens, run.rep, run.warmup)).or_insert(0);
+            *latest = (*latest).max(run.attempt);
+            if !superseded {
+                recorded.done.insert(JobPlace::of_run(run));
+            }
+        }
+        Ok(recorded)
+    }
+
+    /// Whether `slot` of `cell` has a run on disk, superseded or not.
+    fn has_any(&self, cell: &str, slot: &Slot) -> bool {
+        self.latest.contains_key(&slot_key(cell, slot))
+    }
+
+    /// What `slot` of `cell` still owes. An agent session cut short is owed again whole, at
+    /// the next attempt: its later turns are measured on the prefix cache its earlier turns
+    /// filled, which the freshly started engine of a resumed cell does not hold, so its next
+    /// turn would be timed cold. Any other slot owes the places it lacks: a quality round's
+    /// prompts are requests independent of each other, and the other workloads' slots are one
+    /// run each.
+    fn owed(&self, cell: &str, slot: Slot) -> Owed {
+        let places = places_in_slot(cell, &slot);
+        let latest = self.latest.get(&slot_key(cell, &slot)).copied().unwrap_or(0);
+        let n_done = places.iter().filter(|p| self.done.contains(*p)).count();
+        if slot.step.workload == Workload::Agent && n_done > 0 && n_done < places.len() {
+            return Owed { slot, places, attempt: latest + 1, cut_short_at: Some(n_done) };
+        }
+        let places = places.into_iter().filter(|p| !self.done.contains(p)).collect();
+        Owed { slot, places, attempt: latest, cut_short_at: None }
+    }
+
+    /// The places of `planned` that no counted run fills, in plan order.
+    fn missing<'a>(&self, planned: &'a [JobPlace]) -> Vec<&'a JobPlace> {
+        planned.iter().filter(|p| !self.done.contains(*p)).collect()
+    }
+}
+
+/// What a slot still owes a pass: the places to make (none when it is done) and the attempt
+/// they are made at.
+struct Owed {
+    slot: Slot,
+    places: Vec<JobPlace>,
+    attempt: u32,
+    /// A session cut short after this many turns, owed again whole.
+    cut_short_at: Option<usize>,
+}
+
+/// The jobs of the places `owed`, each at its slot's attempt; the jobs of places recorded
+/// already are left out.
+fn owed_jobs(cell: &str, jobs: Vec<Job>, owed: &[&Owed]) -> Vec<Job> {
+    let attempts: HashMap<&JobPlace, u32> = owed.iter().flat_map(|o| o.places.iter().map(|p| (p, o.attempt))).collect();
+    jobs.into_iter()
+        .filter_map(|job| attempts.get(&JobPlace::of_job(cell, &job)).map(|&attempt| Job { attempt, ..job }))
+        .collect()
+}
+
+/// The refusal of `complete` for a pass whose plan has places without a run (of `planned`),
+/// naming a few.
+fn not_complete(missing: &[&JobPlace], planned: usize, dir: &std::path::Path) -> String {
+    const SHOWN: usize = 5;
+    let mut named: Vec<String> = missing.iter().take(SHOWN).map(|p| p.describe()).collect();
+    if missing.len() > SHOWN {
+        named.push(format!("and {} more", missing.len() - SHOWN));
+    }
+    format!(
+        "error: the pass is not complete: {} of its {planned} planned runs are not in runs.jsonl ({}); pass.json says `interrupted`, and `benchpass run PLAN --resume {}` makes them",
+        missing.len(),
+        named.join(", "),
+        dir.display()
+    )
 }
 
 /// Each cell of the plan, in order: (cell id, engine, model).
@@ -230,7 +323,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let pass_id = options.pass_id.clone().unwrap_or_else(|| runner::default_pass_id(&started_at, &name));
     runner::check_pass_id(&pass_id)?;
     let cell_list = cells(plan);
-    let (dir, mut info, mut writer, done, soaks) = match &options.resume {
+    let (dir, mut info, mut writer, recorded, soaks) = match &options.resume {
         Some(dir) => {
             let pass = read_pass(dir)?;
             let planned: Vec<Step> = steps.clone();
@@ -246,14 +339,14 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             if let Some(torn) = &pass.torn_tail {
                 eprintln!("note: line {} of runs.jsonl was cut short by the interruption; that run is made again", torn.line);
             }
-            let done: std::collections::HashSet<Place> = pass.runs.iter().map(place).collect();
+            let recorded = Recorded::of(&pass.runs).with_context(|| format!("resuming {}", dir.display()))?;
             let soaks = soaks_so_far(&pass.runs);
             let mut info = pass.info;
             info.status = PassStatus::Running;
             info.finished_at = None;
             let writer = PassWriter::reopen(dir)?;
             writer.update_info(&info)?;
-            (dir.clone(), info, writer, done, soaks)
+            (dir.clone(), info, writer, recorded, soaks)
         }
         None => {
             let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
@@ -268,7 +361,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             let params = RequestParams { order: plan.order, ..runner::request_params(&base_request, request.concurrency, steps.clone()) };
             let info = runner::new_pass_info(pass_id, started_at, cells, params);
             let writer = PassWriter::create(&dir, &info)?;
-            (dir, info, writer, std::collections::HashSet::new(), std::collections::HashMap::new())
+            (dir, info, writer, Recorded::default(), HashMap::new())
         }
     };
     // What a KV-cache clear must never reach, besides the home and working folders ("whole":
@@ -277,27 +370,38 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let protected =
         kv_cache::Protected::machine().with_above(&plan_dir, "the plan's folder").with_whole(&dir, "this pass's folder").with_plan(&plan.file, &plan_dir);
     let visits = schedule(plan, cell_list.len());
-    let is_done = |cell_id: &str, slot: &Slot| done.contains(&(cell_id.to_owned(), slot.step.workload, slot.step.target_prompt_tokens, slot.rep, slot.warmup));
-    let total_runs = visits
+    // What each slot of each visit still owes, in the schedule's order.
+    let owed: Vec<Vec<Vec<Owed>>> = visits
         .iter()
-        .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
-        .filter(|(cell, slot)| !is_done(&cell_list[*cell].0, slot))
-        .map(|(_, slot)| runner::runs_in_slot(slot))
-        .sum::<u64>();
+        .map(|v| v.parts.iter().map(|p| p.slots.iter().map(|&s| recorded.owed(&cell_list[v.cell].0, s)).collect()).collect())
+        .collect();
+    for o in owed.iter().flatten().flatten() {
+        if let Some(n_done) = o.cut_short_at {
+            let warmup = if o.slot.warmup { "warmup " } else { "" };
+            eprintln!(
+                "note: {} agent {warmup}session {} was cut short after {n_done} of its {} turns; it is run again whole, as attempt {} (a fresh engine lacks the prefix cache its earlier turns filled), and its earlier runs stay in runs.jsonl, superseded",
+                o.places[0].cell,
+                o.slot.rep,
+                o.places.len(),
+                o.attempt
+            );
+        }
+    }
+    let total_runs = owed.iter().flatten().flatten().map(|o| o.places.len() as u64).sum::<u64>();
     let progress = Progress::new(options.progress, total_runs);
     let mut summary = runner::new_summary(&dir);
     let mut interrupt = Interrupt::on_ctrl_c();
     let cpu_at_start = provenance::process_cpu_seconds();
 
     let mut n_started = 0;
-    'visits: for visit in &visits {
+    'visits: for (visit, visit_owed) in visits.iter().zip(&owed) {
         let (cell_id, engine_name, model_name) = &cell_list[visit.cell];
         let soak_left = |part: &Part| is_soak(part) && soaks.get(cell_id).is_none_or(|s| s.soaked_ms < part.step.duration_s.unwrap_or(0) * 1000);
-        let todo = visit.parts.iter().any(|p| p.slots.iter().any(|s| !is_done(cell_id, s)) || soak_left(p));
+        let todo = visit_owed.iter().flatten().any(|o| !o.places.is_empty()) || visit.parts.iter().any(soak_left);
         if !todo {
             continue;
         }
-        if visit.parts.iter().any(|p| p.slots.iter().any(|s| is_done(cell_id, s)) || (is_soak(p) && soaks.contains_key(cell_id))) {
+        if visit.parts.iter().any(|p| p.slots.iter().any(|s| recorded.has_any(cell_id, s)) || (is_soak(p) && soaks.contains_key(cell_id))) {
             // Resumed mid-turn: the rest of its runs come from a freshly started engine.
             info.cells.iter_mut().filter(|c| c.id == *cell_id).for_each(|c| c.restarted_on_resume = true);
         }
@@ -307,10 +411,16 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             break;
         }
         let not_run = |writer: &mut PassWriter, summary: &mut PassSummary, class: &str, message: &str| -> anyhow::Result<()> {
-            let mut slots: Vec<Slot> = visit.parts.iter().flat_map(|p| p.slots.iter().copied()).filter(|s| !is_done(cell_id, s)).collect();
             // A soak that could not start is one failed run, so that the report shows it.
-            slots.extend(visit.parts.iter().filter(|p| soak_left(p)).map(|p| Slot { step: p.step, rep: soaks.get(cell_id).map_or(0, |s| s.next_rep), warmup: false }));
-            record_not_run(writer, &progress, summary, cell_id, &slots, class, message)
+            let soaks_left: Vec<Owed> = visit
+                .parts
+                .iter()
+                .filter(|p| soak_left(p))
+                .map(|p| Slot { step: p.step, rep: soaks.get(cell_id).map_or(0, |s| s.next_rep), warmup: false })
+                .map(|slot| Owed { places: places_in_slot(cell_id, &slot), slot, attempt: 0, cut_short_at: None })
+                .collect();
+            let owed: Vec<&Owed> = visit_owed.iter().flatten().chain(&soaks_left).collect();
+            record_not_run(writer, &progress, summary, &owed, class, message)
         };
         let spec = plan.engine(engine_name);
         let preset = preset_of(spec);
@@ -448,7 +558,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             arrivals: None,
         };
         let mut last_workload = None;
-        for part in &visit.parts {
+        for (part, part_owed) in visit.parts.iter().zip(visit_owed) {
             if last_workload.is_some_and(|l| l != part.workload_index) && !gap(plan.file.gaps.between_workloads_s * options.gap_scale, &mut interrupt).await {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
@@ -457,15 +567,19 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
                 break 'visits;
             }
             last_workload = Some(part.workload_index);
-            let slots: Vec<Slot> = part.slots.iter().copied().filter(|s| !is_done(cell_id, s)).collect();
-            let finished = if slots.is_empty() {
+            let owed_here: Vec<&Owed> = part_owed.iter().filter(|o| !o.places.is_empty()).collect();
+            let finished = if owed_here.is_empty() {
                 true
             } else {
+                let slots: Vec<Slot> = owed_here.iter().map(|o| o.slot).collect();
                 match runner::cut_slots(&slots, false, &http, &facts.counter).await {
-                    Ok(jobs) => runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await?,
+                    Ok(jobs) => {
+                        let jobs = owed_jobs(cell_id, jobs, &owed_here);
+                        runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await?
+                    }
                     Err(e) => {
                         // The engine may have died mid-turn: the step's remaining runs are recorded as failed.
-                        record_not_run(&mut writer, &progress, &mut summary, cell_id, &slots, "prompt-cut", &format!("{e:#}"))?;
+                        record_not_run(&mut writer, &progress, &mut summary, &owed_here, "prompt-cut", &format!("{e:#}"))?;
                         true
                     }
                 }
@@ -485,6 +599,22 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         }
     }
     progress.finish();
+    if summary.status == PassStatus::Complete {
+        // Counted on disk, against every place of the plan: `complete` is a claim about the
+        // whole pass, whatever this run and the ones before it did.
+        writer.sync()?;
+        let on_disk = Recorded::of(&crate::pass::store::read_pass_keeping(&dir, |_| |_| false)?.runs)?;
+        let planned: Vec<JobPlace> = visits
+            .iter()
+            .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
+            .flat_map(|(cell, slot)| places_in_slot(&cell_list[cell].0, slot))
+            .collect();
+        let missing = on_disk.missing(&planned);
+        if !missing.is_empty() {
+            eprintln!("{}", crate::progress::printable(&not_complete(&missing, planned.len(), &dir)));
+            summary.status = PassStatus::Interrupted;
+        }
+    }
     runner::finish(&mut info, &writer, &summary, cpu_at_start)?;
     Ok(summary)
 }
@@ -556,26 +686,80 @@ async fn gap(seconds: f64, interrupt: &mut Interrupt) -> bool {
     }
 }
 
-/// Records every slot of a cell that could not run, with the reason.
-fn record_not_run(
-    writer: &mut PassWriter,
-    progress: &Progress,
-    summary: &mut PassSummary,
-    cell_id: &str,
-    slots: &[Slot],
-    class: &str,
-    message: &str,
-) -> anyhow::Result<()> {
-    for &Slot { step, rep, warmup } in slots {
-        let run = RunRecord {
-            // No stream was ever in flight for it.
-            concurrency: 0,
-            error: Some(RunError { class: class.to_owned(), message: message.to_owned() }),
-            ..RunRecord::unmeasured(cell_id, step.workload, step.target_prompt_tokens, rep, warmup, step.max_tokens)
-        };
+/// Records every place `owed` that could not run (each turn of a session, each prompt of a
+/// round), with the reason.
+fn record_not_run(writer: &mut PassWriter, progress: &Progress, summary: &mut PassSummary, owed: &[&Owed], class: &str, message: &str) -> anyhow::Result<()> {
+    for (o, place) in owed.iter().flat_map(|o| o.places.iter().map(move |p| (o, p))) {
+        let run = place.not_run(o.slot.step.max_tokens, o.attempt, RunError { class: class.to_owned(), message: message.to_owned() });
         writer.append(&run)?;
         progress.on_run(&run);
         runner::tally(summary, &run);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(workload: Workload) -> Step {
+        Step { workload, target_prompt_tokens: 0, max_tokens: 8, warmup: 0, runs: 1, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None }
+    }
+
+    /// A record of each of `places` at `attempt` (failed ones: a failed run is a run).
+    fn runs_of(places: &[JobPlace], attempt: u32) -> Vec<RunRecord> {
+        places.iter().map(|p| p.not_run(8, attempt, RunError { class: "connect".to_owned(), message: String::new() })).collect()
+    }
+
+    #[test]
+    fn a_pass_missing_a_planned_job_is_not_complete_and_says_which() {
+        let slot = Slot { step: step(Workload::Agent), rep: 0, warmup: false };
+        let planned = places_in_slot("c0", &slot);
+        assert!(planned.len() >= 10, "a session's turns");
+        let every = runs_of(&planned, 0);
+        assert!(Recorded::of(&every).unwrap().missing(&planned).is_empty());
+
+        let mut one_lost = every.clone();
+        one_lost.remove(3);
+        let recorded = Recorded::of(&one_lost).unwrap();
+        let missing = recorded.missing(&planned);
+        assert_eq!(missing, [&planned[3]]);
+        let message = not_complete(&missing, planned.len(), std::path::Path::new("p"));
+        assert!(message.contains(&format!("1 of its {} planned runs are not in runs.jsonl (c0 agent session 0 turn 3)", planned.len())), "{message}");
+
+        // Runs of a superseded attempt fill no place: a second attempt that got 3 turns far
+        // leaves the rest missing, however whole the first one was.
+        let mut retried = every;
+        retried.extend(runs_of(&planned[..3], 1));
+        assert_eq!(Recorded::of(&retried).unwrap().missing(&planned), planned[3..].iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_session_cut_short_is_owed_again_whole_and_a_round_only_its_missing_prompts() {
+        let session = Slot { step: step(Workload::Agent), rep: 0, warmup: false };
+        let turns = places_in_slot("c0", &session);
+        let owed = Recorded::of(&runs_of(&turns[..4], 0)).unwrap().owed("c0", session);
+        assert_eq!((owed.places.len(), owed.attempt, owed.cut_short_at), (turns.len(), 1, Some(4)));
+        // Cut short again, at its second attempt: the third one runs it whole.
+        let mut twice = runs_of(&turns[..4], 0);
+        twice.extend(runs_of(&turns[..2], 1));
+        let owed = Recorded::of(&twice).unwrap().owed("c0", session);
+        assert_eq!((owed.places.len(), owed.attempt, owed.cut_short_at), (turns.len(), 2, Some(2)));
+        // Whole, or not begun: nothing, or everything at the first attempt.
+        assert!(Recorded::of(&runs_of(&turns, 0)).unwrap().owed("c0", session).places.is_empty());
+        let fresh = Recorded::default().owed("c0", session);
+        assert_eq!((fresh.places.len(), fresh.attempt, fresh.cut_short_at), (turns.len(), 0, None));
+
+        let round = Slot { step: step(Workload::Quality), rep: 0, warmup: false };
+        let prompts = places_in_slot("c0", &round);
+        let owed = Recorded::of(&runs_of(&prompts[..5], 0)).unwrap().owed("c0", round);
+        assert_eq!((owed.places, owed.attempt, owed.cut_short_at), (prompts[5..].to_vec(), 0, None));
+    }
+
+    #[test]
+    fn an_attempt_that_leaves_no_number_for_the_next_is_refused() {
+        let slot = Slot { step: step(Workload::Agent), rep: 0, warmup: false };
+        let error = Recorded::of(&runs_of(&places_in_slot("c0", &slot)[..1], u32::MAX)).err().unwrap().to_string();
+        assert!(error.contains("run 1 of runs.jsonl has attempt 4294967295"), "{error}");
+    }
 }

@@ -166,6 +166,7 @@ pub fn jobs(step: &Step, rep: u32, warmup: bool) -> anyhow::Result<Vec<Job>> {
                 prompt_id: Some(trace.id.clone()),
                 top_logprobs: None,
                 concurrency: step.concurrency,
+                attempt: 0,
             })
         })
         .collect()

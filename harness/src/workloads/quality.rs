@@ -92,6 +92,7 @@ fn jobs_of(prompts: &[QualityPrompt], step: &Step, rep: u32, warmup: bool) -> an
             prompt_id: Some(p.id.clone()),
             top_logprobs: Some(step.top_logprobs.unwrap_or(DEFAULT_TOP_LOGPROBS)),
             concurrency: step.concurrency,
+            attempt: 0,
         })
         .collect())
 }
