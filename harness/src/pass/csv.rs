@@ -13,7 +13,7 @@ use super::store::{read_pass_info, write_imported, Damage, Pass, PassError, RunR
 /// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
 /// later are added at the end ([`LATER_COLUMNS`]), so a reader by position finds the others
 /// where they were.
-pub const COLUMNS: [&str; 21] = [
+pub const COLUMNS: [&str; 22] = [
     "pass_id",
     "machine",
     "engine",
@@ -35,18 +35,20 @@ pub const COLUMNS: [&str; 21] = [
     "error",
     "token_count_source",
     "concurrency",
+    "attempt",
 ];
 
 /// The columns a file written before them may lack, and what a run without them imports as:
-/// its counts from usage (where it has counts), and one stream at a time.
-pub const LATER_COLUMNS: [(&str, &str); 2] = [("token_count_source", "usage"), ("concurrency", "1")];
+/// its counts from usage (where it has counts), one stream at a time, a first attempt.
+pub const LATER_COLUMNS: [(&str, &str); 3] = [("token_count_source", "usage"), ("concurrency", "1"), ("attempt", "0")];
 
 /// The [`LATER_COLUMNS`] the header of `csv_path` lacks, for a warning that says what their
 /// runs were imported as (a file from an older benchpass, or another tool's).
 pub fn missing_later_columns(csv_path: &Path) -> Vec<(&'static str, &'static str)> {
     let Ok(mut reader) = csv::ReaderBuilder::new().trim(csv::Trim::All).from_path(csv_path) else { return Vec::new() };
     let Ok(headers) = reader.headers() else { return Vec::new() };
-    LATER_COLUMNS.into_iter().filter(|(name, _)| !headers.iter().any(|h| h == *name)).collect()
+    // A file from before `attempt` has no superseded runs to mark: 0 is what it means.
+    LATER_COLUMNS.into_iter().filter(|(name, _)| *name != "attempt" && !headers.iter().any(|h| h == *name)).collect()
 }
 
 /// Writes every run of `pass`, warmups and failures included, in the order they were recorded.
@@ -175,6 +177,7 @@ impl<W: Write> Rows<W> {
             text(run.error.as_ref().map(|e| e.class.clone()).unwrap_or_default()),
             run.token_count_source.map(|s| s.as_str().to_owned()).unwrap_or_default(),
             run.concurrency.to_string(),
+            run.attempt.to_string(),
         ])?;
         Ok(())
     }
@@ -411,6 +414,8 @@ impl Row<'_> {
             Some(0) => return Err(self.bad("concurrency", "the streams in flight at once, a whole number from 1")),
             n => n.unwrap_or(1),
         };
+        // Optional: a superseded run (a session cut short and run again) stays superseded.
+        let attempt = self.parsed::<u32>("attempt", "the attempt at the run's slot, a whole number from 0")?.unwrap_or(0);
         let ttft_ms = self.millis("ttft_ms")?;
         let decode_ms = self.millis("decode_ms")?;
         // A span exists only between two token events; under 1 µs it is not one that was
@@ -427,6 +432,7 @@ impl Row<'_> {
             finish_reason: self.optional_text("finish_reason")?,
             error: self.optional_text("error")?.map(|class| RunError { class, message: String::new() }),
             concurrency,
+            attempt,
             ..RunRecord::unmeasured(&cell, workload, target, rep, warmup, max_tokens)
         })
     }
