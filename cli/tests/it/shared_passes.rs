@@ -181,7 +181,7 @@ fn a_killed_export_leaves_the_whole_csv_or_none_under_its_name() {
     let whole = std::fs::read(&whole).unwrap();
 
     // Kills spread over the export's own time (seeded, so a failure can be re-run).
-    let mut seed: u64 = 0x5eed_0f_e4_0a7;
+    let mut seed: u64 = 0x05ee_d0fe_40a7;
     let mut partial_seen = 0;
     for kill in 0..10 {
         seed ^= seed << 13;
