@@ -2,8 +2,8 @@
 //! than which engine and build measured it. Two figures whose keys differ are never ranked
 //! together (the report's best marks), and a leaderboard row carries every field of its key
 //! in columns of its own, so that rows that cannot be compared can be told apart without
-//! reading the pass. The diff pairs steps on the same facts (`diff::keys`, with the engine's
-//! identity) and names what differs between a pair it compares (`differences`).
+//! reading the pass. The diff pairs steps on its own key (`diff::keys`: the engine's identity,
+//! family, lane, workload, target, streams) and names the other fields that differ as reasons.
 //!
 //! docs/statistics.md ("Diffs") and docs/leaderboard.md say which fields are in it.
 
@@ -76,66 +76,9 @@ impl ComparisonKey {
             machine: step.machine.clone(),
         }
     }
-
-    /// Each field as `(name, value)`, in the order the leaderboard's columns have them.
-    pub fn fields(&self) -> [(&'static str, String); 11] {
-        [
-            ("family", self.family.clone()),
-            ("lane", self.lane.clone()),
-            ("workload", self.workload.as_str().to_owned()),
-            ("target_prompt_tokens", self.target_prompt_tokens.to_string()),
-            ("max_tokens", self.max_tokens.to_string()),
-            ("concurrency", self.concurrency.to_string()),
-            ("request_rate", self.request_rate.clone()),
-            ("api", self.api.clone()),
-            ("temperature", self.temperature.clone()),
-            ("past_eos", self.past_eos.clone()),
-            ("machine", self.machine.clone()),
-        ]
-    }
-}
-
-/// What differs between two keys, field by field: `concurrency 1 → 2`, `max_tokens 101 → 1001`.
-pub fn differences(a: &ComparisonKey, b: &ComparisonKey) -> Vec<String> {
-    let show = |v: &str| if v.is_empty() { "none".to_owned() } else { v.to_owned() };
-    a.fields()
-        .into_iter()
-        .zip(b.fields())
-        .filter(|((_, x), (_, y))| x != y)
-        .map(|((name, x), (_, y))| format!("{name} {} → {}", show(&x), show(&y)))
-        .collect()
 }
 
 /// A number as the key writes it: its shortest exact form, empty when absent.
 fn optional(v: Option<f64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key() -> ComparisonKey {
-        ComparisonKey {
-            family: "qwen".into(),
-            lane: "text".into(),
-            workload: Workload::Sustained,
-            target_prompt_tokens: 0,
-            max_tokens: 101,
-            concurrency: 2,
-            request_rate: String::new(),
-            api: "chat".into(),
-            temperature: "0".into(),
-            past_eos: String::new(),
-            machine: "m1".into(),
-        }
-    }
-
-    #[test]
-    fn differences_name_each_field_that_changed_with_both_values() {
-        let a = key();
-        let b = ComparisonKey { max_tokens: 1001, request_rate: "50".into(), ..key() };
-        assert_eq!(differences(&a, &b), ["max_tokens 101 → 1001", "request_rate none → 50"]);
-        assert!(differences(&a, &a).is_empty());
-    }
 }
