@@ -631,7 +631,7 @@ mod tests {
 
     // ----- Against the sim's model: the truth is its own distributions.
 
-    use harness::sim::logprobs::{top_k, vocab, Model, Position};
+    use sim::logprobs::{top_k, vocab, Model, Position};
 
     /// A sim run as the server would record it: each position's token and top-K by text.
     fn sim_run(cell: &str, prompt_id: &str, positions: &[Position]) -> RunRecord {

@@ -11,7 +11,7 @@ use harness::client::{Api, RequestConfig};
 use harness::pass::{PassStatus, Workload};
 use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
-use harness::sim::SimProfile;
+use sim::SimProfile;
 
 /// Reproducible benchmarks of local LLM inference servers (any OpenAI-compatible server).
 ///
@@ -401,7 +401,7 @@ struct SimArgs {
     /// malformed-sse-line, wrong-content-type, huge-event, only-role, double-done, data-after-done,
     /// error-event, ends-early.
     #[arg(long, value_name = "NAME", value_parser = parse_fault)]
-    fault: Option<harness::sim::Fault>,
+    fault: Option<sim::Fault>,
     /// Tokens sent before a mid-stream fault strikes [default profile: 5].
     #[arg(long, value_name = "N")]
     fault_after_tokens: Option<u64>,
@@ -1072,9 +1072,9 @@ fn parse_preset(name: &str) -> Result<&'static harness::plan::presets::Preset, S
     presets::preset(name).ok_or_else(|| format!("no preset `{name}`; one of: {}", presets::names().join(", ")))
 }
 
-fn parse_fault(name: &str) -> Result<harness::sim::Fault, String> {
-    harness::sim::Fault::parse(name).ok_or_else(|| {
-        let names: Vec<String> = harness::sim::Fault::ALL.iter().map(|f| f.name()).collect();
+fn parse_fault(name: &str) -> Result<sim::Fault, String> {
+    sim::Fault::parse(name).ok_or_else(|| {
+        let names: Vec<String> = sim::Fault::ALL.iter().map(|f| f.name()).collect();
         format!("no fault `{name}`; one of: {}", names.join(", "))
     })
 }
@@ -1108,12 +1108,12 @@ fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     profile.prefix_cache |= args.prefix_cache;
     profile.validate()?;
     runtime()?.block_on(async {
-        let listener = harness::sim::bind(SocketAddr::new(args.host, args.port)).await?;
+        let listener = sim::bind(SocketAddr::new(args.host, args.port)).await?;
         let addr = listener.local_addr()?;
         println!("benchpass sim listening on http://{addr}");
         use std::io::Write as _;
         std::io::stdout().flush()?;
-        harness::sim::serve(profile, listener).await
+        sim::serve(profile, listener).await
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,10 @@
 //! The harness: everything that touches a server or the disk while a pass is measured.
 //!
-//! It drives OpenAI-compatible servers ([`client`], [`runner`]), serves the reference engine
-//! ([`sim`]), records provenance ([`provenance`]) and owns the raw pass format ([`pass`]).
-//! It computes no statistics: a run's own figures ([`metrics`]) are all it derives, so that
-//! analysis can be redone from the raw runs at any time.
+//! It drives OpenAI-compatible servers ([`client`], [`runner`]), records provenance
+//! ([`provenance`]) and owns the raw pass format ([`pass`]). It computes no statistics: a run's
+//! own figures ([`metrics`]) are all it derives, so that analysis can be redone from the raw
+//! runs at any time. The reference engine it is checked against is the `sim` crate, which
+//! takes its shared texts from here ([`corpus`], [`tokens`]); nothing here depends on it.
 
 pub mod client;
 pub mod corpus;
@@ -21,7 +22,6 @@ pub mod progress;
 pub mod provenance;
 pub mod runner;
 pub mod secrets;
-pub mod sim;
 pub mod sse;
 pub mod tls;
 pub mod tokens;

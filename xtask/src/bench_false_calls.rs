@@ -16,7 +16,7 @@ use analysis::diff::{diff, Verdict};
 use anyhow::Context as _;
 use harness::pass::{read_pass, Step, Workload};
 use harness::runner::{run_pass, RunOptions};
-use harness::sim::SimProfile;
+use sim::SimProfile;
 
 const TRUE_RATE: f64 = 1000.0;
 const JITTER: f64 = 0.05;
@@ -32,9 +32,9 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     anyhow::ensure!(pairs > 0, "--pairs must be at least 1");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let profile = SimProfile { decode_tps: TRUE_RATE, jitter: JITTER, seed: SEED, prefill_tps: 1e5, ..SimProfile::default() };
-    let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into())).context("binding the reference engine")?;
+    let listener = runtime.block_on(sim::bind(([127, 0, 0, 1], 0).into())).context("binding the reference engine")?;
     let url = format!("http://{}", listener.local_addr()?);
-    runtime.spawn(harness::sim::serve(profile, listener));
+    runtime.spawn(sim::serve(profile, listener));
 
     let scratch = crate::workspace_root().join("target/bench-false-calls");
     let _ = std::fs::remove_dir_all(&scratch);

@@ -21,7 +21,7 @@ use std::time::Duration;
 use harness::pass::{Step, Workload};
 use harness::progress::ProgressMode;
 use harness::runner::{run_pass, RunOptions};
-use harness::sim::SimProfile;
+use sim::SimProfile;
 
 const USAGE: &str = "usage: cargo xtask demo [--engine sim|llama-cpp|mlx-lm|llama-cpp,mlx-lm] [--out DIR]";
 
@@ -181,9 +181,9 @@ fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
         prefix_cache: true,
         ..SimProfile::default()
     };
-    let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into()))?;
+    let listener = runtime.block_on(sim::bind(([127, 0, 0, 1], 0).into()))?;
     let url = format!("http://{}", listener.local_addr()?);
-    runtime.spawn(harness::sim::serve(profile.clone(), listener));
+    runtime.spawn(sim::serve(profile.clone(), listener));
     eprintln!("reference engine at {url} (decode {} tok/s, prefill {} tok/s)", profile.decode_tps, profile.prefill_tps);
 
     let pass_id = format!("demo-{}", stamp());

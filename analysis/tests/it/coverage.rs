@@ -11,7 +11,7 @@ use analysis::diff::{diff, Verdict};
 use analysis::cells::MetricKind;
 use harness::pass::{read_pass, Step, Workload};
 use harness::runner::{run_pass, RunOptions};
-use harness::sim::SimProfile;
+use sim::SimProfile;
 
 const TRUE_RATE: f64 = 1000.0;
 const JITTER: f64 = 0.05;
@@ -22,9 +22,9 @@ fn band_coverage_and_false_calls_on_the_reference_engine() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     // Each request's decode rate is 1000 × (1 + 0.05·U), U uniform on [−1, 1]: its median is 1000.
     let profile = SimProfile { decode_tps: TRUE_RATE, jitter: JITTER, seed: 20261130, prefill_tps: 1e5, ..SimProfile::default() };
-    let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
+    let listener = runtime.block_on(sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    runtime.spawn(harness::sim::serve(profile, listener));
+    runtime.spawn(sim::serve(profile, listener));
 
     let tmp = tempfile::tempdir().unwrap();
     let mut passes = Vec::new();

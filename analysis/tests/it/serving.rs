@@ -9,7 +9,7 @@ use analysis::cells::summarize;
 use analysis::serving::{figures, Latency};
 use harness::pass::*;
 use harness::runner::{run_pass, RunOptions};
-use harness::sim::SimProfile;
+use sim::SimProfile;
 
 /// 2026-12-01 00:00:00 UTC, where the hand-built runs start.
 const S: u64 = 1_796_083_200_000;
@@ -142,7 +142,7 @@ fn steps_at_different_concurrency_never_merge_and_every_row_says_which() {
 
 /// The reference engine at 4 streams, 8 measured runs of 64 tokens, 3 tokens an event after the
 /// first, 200 tok/s a stream, 30 ms base latency: each stream's schedule holds on its own (the
-/// sim plans every request from its profile alone, `harness::sim::schedule`), so
+/// sim plans every request from its profile alone, `sim::schedule`), so
 /// - ITL: 3 tokens every 15 ms is 5 ms a token, TPOT 63 / 200 s ÷ 63 = 5 ms;
 /// - TTFT: 30 ms + prompt tokens ÷ 100,000 tok/s;
 /// - E2E: TTFT + 63 / 200 s = TTFT + 315 ms;
@@ -160,9 +160,9 @@ fn steps_at_different_concurrency_never_merge_and_every_row_says_which() {
 fn four_streams_on_the_reference_engine_give_the_schedule_s_figures() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let profile = SimProfile { decode_tps: 200.0, tokens_per_event: 3, base_latency_ms: 30.0, prefill_tps: 1e5, ..SimProfile::default() };
-    let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
+    let listener = runtime.block_on(sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    runtime.spawn(harness::sim::serve(profile, listener));
+    runtime.spawn(sim::serve(profile, listener));
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c4");
     let step = Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 64, warmup: 1, runs: 8, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };

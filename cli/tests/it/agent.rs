@@ -42,7 +42,7 @@ fn turn_tokens(sessions: u32, session: u32) -> Vec<Vec<String>> {
         .iter()
         .map(|job| {
             let Prompt::Conversation { messages, tools } = &*job.prompt else { panic!("agent turns are conversations") };
-            reference_tokens(&harness::sim::prompt_text(messages, tools.as_ref())).into_iter().map(str::to_owned).collect()
+            reference_tokens(&sim::prompt_text(messages, tools.as_ref())).into_iter().map(str::to_owned).collect()
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! client records and `analysis::quality` computes must equal the KL worked out from the
 //! model's own full distributions (docs/metrics.md, "Quality"), to 1e-9.
 
-use harness::sim::logprobs::{top_k, Model};
+use sim::logprobs::{top_k, Model};
 
 use crate::support::*;
 

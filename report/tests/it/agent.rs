@@ -10,8 +10,8 @@ use std::time::Duration;
 use harness::client::Prompt;
 use harness::pass::{read_pass, Step, Workload};
 use harness::runner::{run_pass, RunOptions};
-use harness::sim::SimProfile;
 use harness::tokens::reference_tokens;
+use sim::SimProfile;
 
 use crate::artifacts;
 use crate::browser::{chromium, headless};
@@ -40,7 +40,7 @@ fn schedule() -> Vec<(u64, u64)> {
         .iter()
         .map(|job| {
             let Prompt::Conversation { messages, tools } = &*job.prompt else { panic!("agent turns are conversations") };
-            reference_tokens(&harness::sim::prompt_text(messages, tools.as_ref())).into_iter().map(str::to_owned).collect()
+            reference_tokens(&sim::prompt_text(messages, tools.as_ref())).into_iter().map(str::to_owned).collect()
         })
         .collect();
     turns
@@ -81,9 +81,9 @@ fn run_demo_shaped_pass(tmp: &tempfile::TempDir) -> harness::pass::Pass {
 /// A pass of `steps` against the in-process reference engine with `profile`, in `dir`.
 pub fn run_sim_pass(profile: SimProfile, steps: Vec<Step>, dir: &std::path::Path, pass_id: &str) -> harness::pass::Pass {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let listener = runtime.block_on(harness::sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
+    let listener = runtime.block_on(sim::bind(([127, 0, 0, 1], 0).into())).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    runtime.spawn(harness::sim::serve(profile.clone(), listener));
+    runtime.spawn(sim::serve(profile.clone(), listener));
     let mut options = RunOptions::new(&url, &profile.model, steps);
     options.engine = "benchpass-sim".to_owned();
     options.request.first_token_timeout = Duration::from_secs(60);

@@ -4,7 +4,7 @@
 //! agrees with the first on every prompt (exact match 100 %, KL 0), and a cell compared with
 //! itself is the reference. Without a comparison the report has no such column.
 
-use harness::sim::SimProfile;
+use sim::SimProfile;
 
 use crate::agent::{run_sim_pass, step};
 

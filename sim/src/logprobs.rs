@@ -29,7 +29,7 @@ pub fn vocab() -> &'static [String] {
     static VOCAB: OnceLock<Vec<String>> = OnceLock::new();
     VOCAB.get_or_init(|| {
         let mut counts = std::collections::HashMap::<String, u64>::new();
-        for word in crate::corpus::CORPUS.split(|c: char| !c.is_ascii_alphabetic()).filter(|w| !w.is_empty()) {
+        for word in harness::corpus::CORPUS.split(|c: char| !c.is_ascii_alphabetic()).filter(|w| !w.is_empty()) {
             *counts.entry(word.to_ascii_lowercase()).or_default() += 1;
         }
         let mut words: Vec<(String, u64)> = counts.into_iter().collect();
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(vocab[0], " the", "the corpus's most frequent word");
         let distinct: std::collections::HashSet<_> = vocab.iter().collect();
         assert_eq!(distinct.len(), VOCAB_SIZE);
-        assert!(vocab.iter().all(|w| crate::tokens::reference_tokens(w) == [w.as_str()]));
+        assert!(vocab.iter().all(|w| harness::tokens::reference_tokens(w) == [w.as_str()]));
     }
 
     #[test]

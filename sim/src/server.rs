@@ -13,14 +13,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
+use harness::corpus;
+use harness::tokens::count_reference_tokens;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
-use super::{chat, logprobs, Fault, PrefixCache, Schedule, ScheduleInput, SimProfile};
-use crate::corpus;
-use crate::tokens::count_reference_tokens;
+use crate::{chat, logprobs, Fault, PrefixCache, Schedule, ScheduleInput, SimProfile};
 
 struct Sim {
     profile: SimProfile,
@@ -106,7 +106,7 @@ async fn reset_prefix_cache(State(sim): State<Arc<Sim>>) -> StatusCode {
 
 async fn tokenize(Json(body): Json<Value>) -> Json<Value> {
     let content = body.get("content").and_then(Value::as_str).unwrap_or_default();
-    let ids: Vec<u64> = crate::tokens::reference_tokens(content).iter().map(|t| token_id(t)).collect();
+    let ids: Vec<u64> = harness::tokens::reference_tokens(content).iter().map(|t| token_id(t)).collect();
     Json(json!({ "tokens": ids }))
 }
 
@@ -523,7 +523,7 @@ fn stream_reply(mut reply: Reply) -> Response {
             let seconds = (Instant::now() - reply.arrived).as_secs_f64().max(1e-3);
             eprintln!(
                 "{} - omlx.engine.dflash - INFO - DFlash generation complete: {tokens} tokens, {:.1} tok/s, acceptance={:.1}%, cycles={}",
-                crate::provenance::utc_now_rfc3339(),
+                harness::provenance::utc_now_rfc3339(),
                 tokens as f64 / seconds,
                 acceptance * 100.0,
                 tokens.div_ceil(4),

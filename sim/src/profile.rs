@@ -59,7 +59,7 @@ pub struct SimProfile {
     /// `timings.cache_n` with `timings`).
     pub prefix_cache: bool,
     /// A request that asks for logprobs is answered by the seeded language model of
-    /// `sim/logprobs.rs` (greedy, with the top-K of every token), its logits shifted by seeded
+    /// `sim/src/logprobs.rs` (greedy, with the top-K of every token), its logits shifted by seeded
     /// noise of this scale: 0 is the reference model, above 0 a model whose true KL from it is
     /// known (docs/quality.md).
     pub perturb: f64,

@@ -76,7 +76,7 @@ pub fn wants_tool_call(messages: &[Value], tools: Option<&Value>) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::reference_tokens;
+    use harness::tokens::reference_tokens;
     use serde_json::json;
 
     #[test]

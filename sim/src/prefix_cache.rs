@@ -9,7 +9,7 @@
 
 use std::sync::Mutex;
 
-use crate::tokens::reference_tokens;
+use harness::tokens::reference_tokens;
 
 /// Prompts kept at most; an agent session's turns extend one another, so each replaces the
 /// one before it and this is far more than a pass's sessions need side by side.
