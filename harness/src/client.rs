@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use engines::drafts::{FinalChunkStats, FINAL_CHUNK_STATS};
 use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -505,19 +506,17 @@ pub mod limits {
 
 /// Draft counts that an engine sends in its final chunk (MTPLX's `mtplx_stats`), as a
 /// `timings` object in llama.cpp's field names (`draft_n`, `draft_n_accepted`) beside the
-/// object verbatim, so that every engine's drafts reach the same figure.
+/// object verbatim, so that every engine's drafts reach the same figure. Each shape in
+/// `engines::drafts` is looked for in every stream, whichever engine sent it: the client knows
+/// what a stream may hold, not which engine is behind the URL.
 fn final_chunk_drafts(payload: &Value) -> Option<Value> {
-    use crate::plan::presets::{DraftCounters, PRESETS};
-    PRESETS.iter().find_map(|preset| match preset.draft_counters {
-        DraftCounters::FinalChunk { object, drafted, accepted } => {
-            let stats = payload.get(object).filter(|s| s.is_object())?;
-            Some(json!({
-                object: stats,
-                "draft_n": stats.get(drafted).and_then(Value::as_u64),
-                "draft_n_accepted": stats.get(accepted).and_then(Value::as_u64),
-            }))
-        }
-        _ => None,
+    FINAL_CHUNK_STATS.iter().find_map(|&FinalChunkStats { object, drafted, accepted }| {
+        let stats = payload.get(object).filter(|s| s.is_object())?;
+        Some(json!({
+            object: stats,
+            "draft_n": stats.get(drafted).and_then(Value::as_u64),
+            "draft_n_accepted": stats.get(accepted).and_then(Value::as_u64),
+        }))
     })
 }
 
