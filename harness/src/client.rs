@@ -265,10 +265,10 @@ async fn read_stream(
     let mut token_events: u64 = 0;
     let mut other_events: u64 = 0;
     let cap = body.get("max_tokens").and_then(Value::as_u64);
-    let max_events = limits::token_events_for(cap.unwrap_or(crate::plan::file::MAX_TOKENS));
+    let max_events = limits::token_events_for(cap.unwrap_or(limits::MAX_TOKENS));
     let cap_said = match cap {
         Some(cap) => format!("a cap of {cap} tokens"),
-        None => format!("no cap sent (bounded as for {})", crate::plan::file::MAX_TOKENS),
+        None => format!("no cap sent (bounded as for {})", limits::MAX_TOKENS),
     };
     while !done {
         // Idle means no token: keep-alive comments, empty deltas and trickled bytes are not
@@ -491,6 +491,10 @@ fn read_logprobs(logprobs: &Value) -> Vec<TokenLogprob> {
 /// What one run may hold, so that a server that never stops cannot exhaust memory or disk
 /// (docs/reliability.md). Far beyond any honest stream.
 pub mod limits {
+    /// The most tokens one request may ask for (`max_tokens`) or one prompt may be cut to: the
+    /// bound on a plan's and the command line's counts (far beyond any real benchmark, so a
+    /// typo is caught and no count overflows), and what a stream sent no cap is bounded as.
+    pub const MAX_TOKENS: u64 = 1 << 20;
     /// Bytes of one SSE line or event: an honest chunk is well under a kilobyte.
     pub const EVENT_BYTES: usize = 1 << 20;
     /// Bytes of one run's stream.
