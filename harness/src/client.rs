@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use engines::drafts::{FinalChunkStats, FINAL_CHUNK_STATS};
 use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -264,10 +265,10 @@ async fn read_stream(
     let mut token_events: u64 = 0;
     let mut other_events: u64 = 0;
     let cap = body.get("max_tokens").and_then(Value::as_u64);
-    let max_events = limits::token_events_for(cap.unwrap_or(crate::plan::file::MAX_TOKENS));
+    let max_events = limits::token_events_for(cap.unwrap_or(limits::MAX_TOKENS));
     let cap_said = match cap {
         Some(cap) => format!("a cap of {cap} tokens"),
-        None => format!("no cap sent (bounded as for {})", crate::plan::file::MAX_TOKENS),
+        None => format!("no cap sent (bounded as for {})", limits::MAX_TOKENS),
     };
     while !done {
         // Idle means no token: keep-alive comments, empty deltas and trickled bytes are not
@@ -490,6 +491,10 @@ fn read_logprobs(logprobs: &Value) -> Vec<TokenLogprob> {
 /// What one run may hold, so that a server that never stops cannot exhaust memory or disk
 /// (docs/reliability.md). Far beyond any honest stream.
 pub mod limits {
+    /// The most tokens one request may ask for (`max_tokens`) or one prompt may be cut to: the
+    /// bound on a plan's and the command line's counts (far beyond any real benchmark, so a
+    /// typo is caught and no count overflows), and what a stream sent no cap is bounded as.
+    pub const MAX_TOKENS: u64 = 1 << 20;
     /// Bytes of one SSE line or event: an honest chunk is well under a kilobyte.
     pub const EVENT_BYTES: usize = 1 << 20;
     /// Bytes of one run's stream.
@@ -505,19 +510,17 @@ pub mod limits {
 
 /// Draft counts that an engine sends in its final chunk (MTPLX's `mtplx_stats`), as a
 /// `timings` object in llama.cpp's field names (`draft_n`, `draft_n_accepted`) beside the
-/// object verbatim, so that every engine's drafts reach the same figure.
+/// object verbatim, so that every engine's drafts reach the same figure. Each shape in
+/// `engines::drafts` is looked for in every stream, whichever engine sent it: the client knows
+/// what a stream may hold, not which engine is behind the URL.
 fn final_chunk_drafts(payload: &Value) -> Option<Value> {
-    use crate::plan::presets::{DraftCounters, PRESETS};
-    PRESETS.iter().find_map(|preset| match preset.draft_counters {
-        DraftCounters::FinalChunk { object, drafted, accepted } => {
-            let stats = payload.get(object).filter(|s| s.is_object())?;
-            Some(json!({
-                object: stats,
-                "draft_n": stats.get(drafted).and_then(Value::as_u64),
-                "draft_n_accepted": stats.get(accepted).and_then(Value::as_u64),
-            }))
-        }
-        _ => None,
+    FINAL_CHUNK_STATS.iter().find_map(|&FinalChunkStats { object, drafted, accepted }| {
+        let stats = payload.get(object).filter(|s| s.is_object())?;
+        Some(json!({
+            object: stats,
+            "draft_n": stats.get(drafted).and_then(Value::as_u64),
+            "draft_n_accepted": stats.get(accepted).and_then(Value::as_u64),
+        }))
     })
 }
 

@@ -103,7 +103,7 @@ pub struct CellInfo {
     /// How the engine's preset asks it to run past EOS (plan runs): `field`, `logit_bias`, or
     /// `unsupported`, for an engine that cannot be held to its token cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub past_eos: Option<crate::plan::presets::IgnoreEos>,
+    pub past_eos: Option<engines::presets::IgnoreEos>,
     /// The engine's prefix cache emptied through its endpoint before the cell's runs, on a
     /// server benchpass did not start (SGLang `/flush_cache`, vLLM `/reset_prefix_cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -574,7 +574,7 @@ fn blank_line_at(text: &mut String, at: usize) -> bool {
 
 /// Bounds on a plan's counts: far beyond any real benchmark (a million-token prompt, ten
 /// thousand repetitions, a 30-day soak), so a typo is caught and no count overflows.
-pub const MAX_TOKENS: u64 = 1 << 20;
+pub use crate::client::limits::MAX_TOKENS;
 pub const MAX_RUNS: u32 = 10_000;
 pub const MAX_SOAK_S: u64 = 30 * 24 * 3600;
 /// A number as a person reads it: `1e300` rather than 301 digits.

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use super::engine_files::VersionArgv as _;
+
 /// Values for the placeholders of `start`: `{port}`, `{host}`, `{model}`, `{weights}`, `{benchpass}`.
 pub struct Placeholders {
     pub port: Option<u16>,

@@ -3,7 +3,7 @@
 //! that could not be read from an engine's public source is listed in `assumed`;
 //! docs/plans.md says the same for readers, with links.
 
-use std::path::{Path, PathBuf};
+pub use crate::drafts::FinalChunkStats;
 
 /// How an engine tells its version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,24 +14,8 @@ pub enum VersionFrom {
     Command { arg: &'static str },
     /// Run another program of the engine's install (`mlx_lm --version` beside
     /// `mlx_lm.server`, `lms version`): looked up beside the engine executable first, then on
-    /// `PATH`. See [`VersionFrom::argv`].
+    /// `PATH` (the lookup is the harness's: `VersionArgv` in harness/src/plan/engine_files.rs).
     Program { program: &'static str, args: &'static [&'static str] },
-}
-
-impl VersionFrom {
-    /// The command line that reads the version, given the engine executable (if one was
-    /// found); `None` for an endpoint, or when the program to run cannot be found.
-    pub fn argv(&self, executable: Option<&Path>) -> Option<Vec<String>> {
-        match *self {
-            VersionFrom::Endpoint { .. } => None,
-            VersionFrom::Command { arg } => executable.map(|exe| vec![exe.display().to_string(), arg.to_owned()]),
-            VersionFrom::Program { program, args } => {
-                let beside = executable.and_then(Path::parent).map(|dir| dir.join(program)).filter(|p| p.is_file());
-                let found: Option<PathBuf> = beside.or_else(|| super::file::find_executable(program));
-                found.map(|p| std::iter::once(p.display().to_string()).chain(args.iter().map(|a| (*a).to_owned())).collect())
-            }
-        }
-    }
 }
 
 /// How an engine is asked to run past EOS (steps with `ignore_eos`, e.g. ppN-tgM).
@@ -83,8 +67,9 @@ pub enum DraftCounters {
     None,
     /// Prometheus counters on the metrics endpoint (`…_total`), scraped around each run.
     Prometheus { drafted: &'static str, accepted: &'static str },
-    /// Fields of an object in the final streamed chunk (and the non-streamed body).
-    FinalChunk { object: &'static str, drafted: &'static str, accepted: &'static str },
+    /// Fields of an object in the final streamed chunk (and the non-streamed body); every such
+    /// shape is also in [`crate::drafts::FINAL_CHUNK_STATS`], which the client reads.
+    FinalChunk(FinalChunkStats),
     /// Only a line in the engine's own log file (`~` is the home folder).
     LogOnly { file: &'static str, marker: &'static str },
 }
@@ -381,7 +366,7 @@ pub const PRESETS: &[Preset] = &[
         metrics_path: None,
         request_extra: &[],
         ignore_eos: IgnoreEos::Unsupported,
-        draft_counters: DraftCounters::FinalChunk { object: "mtplx_stats", drafted: "drafted_tokens", accepted: "accepted_drafts" },
+        draft_counters: DraftCounters::FinalChunk(crate::drafts::MTPLX_STATS),
         cache_flush: None,
         source: "youssofal/MTPLX mtplx/server/openai.py (/health, session bank, mtplx_stats), mtplx/cli.py (serve, --version, --ssd-session-cache)",
         sources: &[
@@ -424,12 +409,12 @@ pub const PRESETS: &[Preset] = &[
         cache_flush: None,
         source: "this project: `benchpass sim` (docs/raw-format.md, ARCHITECTURE.md)",
         sources: &[
-            ("health_path", "harness/src/sim/server.rs"),
-            ("version", "harness/src/sim/server.rs"),
-            ("kv_cache_dirs", "harness/src/sim/server.rs (no cache)"),
-            ("metrics_path", "harness/src/sim/server.rs"),
-            ("ignore_eos", "harness/src/sim/server.rs"),
-            ("draft_counters", "harness/src/sim/server.rs"),
+            ("health_path", "sim/src/server.rs"),
+            ("version", "sim/src/server.rs"),
+            ("kv_cache_dirs", "sim/src/server.rs (no cache)"),
+            ("metrics_path", "sim/src/server.rs"),
+            ("ignore_eos", "sim/src/server.rs"),
+            ("draft_counters", "sim/src/server.rs"),
         ],
         assumed: &[],
     },
@@ -507,7 +492,7 @@ pub fn describe(preset: &Preset) -> serde_json::Value {
     let draft_counters = match preset.draft_counters {
         DraftCounters::None => serde_json::Value::Null,
         DraftCounters::Prometheus { drafted, accepted } => json!({"prometheus": {"drafted": drafted, "accepted": accepted}}),
-        DraftCounters::FinalChunk { object, drafted, accepted } => json!({"final_chunk": {"object": object, "drafted": drafted, "accepted": accepted}}),
+        DraftCounters::FinalChunk(FinalChunkStats { object, drafted, accepted }) => json!({"final_chunk": {"object": object, "drafted": drafted, "accepted": accepted}}),
         DraftCounters::LogOnly { file, marker } => json!({"log": {"file": file, "marker": marker}}),
     };
     let cache_flush = match preset.cache_flush {
@@ -602,22 +587,19 @@ mod tests {
         }
     }
 
+    /// The client tries the shapes in `drafts::FINAL_CHUNK_STATS` on every stream: a preset
+    /// whose shape were missing there would never have its counts read, and a shape no preset
+    /// names would be read from every engine on no one's word.
     #[test]
-    fn version_argv_runs_the_executable_or_a_program_beside_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let server = dir.path().join("mlx_lm.server");
-        std::fs::write(&server, "").unwrap();
-        let command = VersionFrom::Command { arg: "--version" };
-        assert_eq!(command.argv(Some(&server)).unwrap(), vec![server.display().to_string(), "--version".to_owned()]);
-        assert_eq!(command.argv(None), None);
-        let endpoint = VersionFrom::Endpoint { path: "/version", pointer: "/version" };
-        assert_eq!(endpoint.argv(Some(&server)), None);
-
-        let program = VersionFrom::Program { program: "benchpass-test-no-such-program", args: &["--version"] };
-        // Neither beside the executable nor on PATH: nothing to run.
-        assert_eq!(program.argv(Some(&server)), None);
-        let sibling = dir.path().join("benchpass-test-no-such-program");
-        std::fs::write(&sibling, "").unwrap();
-        assert_eq!(program.argv(Some(&server)).unwrap(), vec![sibling.display().to_string(), "--version".to_owned()]);
+    fn the_final_chunk_shapes_are_the_presets_own_in_their_order() {
+        let named: Vec<FinalChunkStats> = PRESETS
+            .iter()
+            .filter_map(|p| match p.draft_counters {
+                DraftCounters::FinalChunk(stats) => Some(stats),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(named, crate::drafts::FINAL_CHUNK_STATS);
+        assert!(!named.is_empty());
     }
 }
