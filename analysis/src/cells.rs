@@ -552,6 +552,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         }
     }
 
+    let request = pass.info.step_request(&g.cell, g.workload, g.target, g.concurrency);
     CellStep {
         pass_id: pass.info.pass_id.clone(),
         machine: pass.info.machine.name.clone(),
@@ -567,7 +568,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         target_prompt_tokens: g.target,
         concurrency: g.concurrency,
         max_tokens: g.max_tokens,
-        request: crate::key::RequestFacts::of(pass, info, g.workload, g.target),
+        request,
         n_planned,
         n_runs: g.n,
         n_failed: g.n_failed,

@@ -206,9 +206,19 @@ impl Correction {
     }
 }
 
-/// engine, model, lane, workload, target, streams, and the engine's version where it tells
-/// two cells apart.
-type Key = (String, String, String, Workload, u64, u32, Option<String>);
+/// engine, model, lane, workload, target, streams, the engine's version where it tells two
+/// cells apart, and the cap and hashes where even that does not ([`Twins`]).
+type Key = (String, String, String, Workload, u64, u32, Option<String>, Option<Twins>);
+
+/// What tells apart two steps of one pass that agree on everything else the diff pairs on:
+/// the token cap, then the weights' hash, then the engine's hash, as few of them as it takes.
+/// Only steps that would otherwise share a key carry them, so that an upgrade or new weights
+/// still pair across passes wherever the cap alone tells a pass's steps apart.
+type Twins = Vec<String>;
+
+fn twin_fields(s: &CellStep) -> [String; 3] {
+    [s.max_tokens.to_string(), s.build_sha256.clone().unwrap_or_default(), s.engine_sha256.clone().unwrap_or_default()]
+}
 
 /// The match key: engine, model, lane, workload, target and the step's streams (a sweep's
 /// levels pair level with level, never in order). The model is named by its family, so that
@@ -217,7 +227,10 @@ type Key = (String, String, String, Workload, u64, u32, Option<String>);
 /// quantizations), the model id tells them apart. The engine's version is left out, so that
 /// an upgrade pairs its two cells (and is attributed to the engine), except where either pass
 /// holds one engine at two versions for one model and lane: then the version tells them
-/// apart, and v1 is paired with v1, never with the v2 listed in its place.
+/// apart, and v1 is paired with v1, never with the v2 listed in its place. Where a pass still
+/// holds two steps with one key (two caps of one step, two builds under one model id), the
+/// cap and hashes join it; steps alike even then are never paired ([`alike_steps`]): which of
+/// them is which would be a guess, and a guess that follows the order of the pass's cells.
 fn keys(a: &[CellStep], b: &[CellStep]) -> impl Fn(&CellStep) -> Key {
     type Group = (String, String, String);
     let mut models: BTreeMap<Group, std::collections::BTreeSet<String>> = BTreeMap::new();
@@ -242,11 +255,58 @@ fn keys(a: &[CellStep], b: &[CellStep]) -> impl Fn(&CellStep) -> Key {
         }
         versioned.extend(versions.iter().filter(|(_, v)| v.len() > 1).map(|(group, _)| group.clone()));
     }
-    move |s: &CellStep| {
+    let base = move |s: &CellStep| {
         let model = model_of(s);
         let version = versioned.contains(&(s.engine.clone(), model.clone(), s.lane.clone())).then(|| s.engine_version.clone());
-        (s.engine.clone(), model, s.lane.clone(), s.workload, s.target_prompt_tokens, s.concurrency, version)
+        (s.engine.clone(), model, s.lane.clone(), s.workload, s.target_prompt_tokens, s.concurrency, version, None)
+    };
+    // For each key a side holds more than once, how many of the twin fields it takes to tell
+    // that side's steps apart (all three where nothing does).
+    let mut twinned = BTreeMap::<Key, usize>::new();
+    for side in [a, b] {
+        let mut held = BTreeMap::<Key, Vec<[String; 3]>>::new();
+        for s in side {
+            held.entry(base(s)).or_default().push(twin_fields(s));
+        }
+        for (k, fields) in held.into_iter().filter(|(_, f)| f.len() > 1) {
+            let distinct = |n: usize| {
+                let mut prefixes: Vec<&[String]> = fields.iter().map(|f| &f[..n]).collect();
+                prefixes.sort_unstable();
+                prefixes.windows(2).all(|w| w[0] != w[1])
+            };
+            let needed = (1..=3).find(|&n| distinct(n)).unwrap_or(3);
+            let level = twinned.entry(k).or_insert(0);
+            *level = (*level).max(needed);
+        }
     }
+    move |s: &CellStep| {
+        let mut key = base(s);
+        if let Some(&n) = twinned.get(&key) {
+            key.7 = Some(twin_fields(s)[..n].to_vec());
+        }
+        key
+    }
+}
+
+/// For each step of `side`, whether another step of it has the same key: such steps are left
+/// unpaired (`gone` or `new`, with [`alike_reason`]), whatever the order of the cells.
+fn alike_steps(side: &[CellStep], key: &impl Fn(&CellStep) -> Key) -> Vec<bool> {
+    let keys: Vec<Key> = side.iter().map(key).collect();
+    keys.iter().map(|k| keys.iter().filter(|o| *o == k).count() > 1).collect()
+}
+
+fn alike_reason(side: &[CellStep], step: &CellStep, key: &impl Fn(&CellStep) -> Key, name: &str) -> Reason {
+    let k = key(step);
+    let mut cells: Vec<&str> = side.iter().filter(|o| key(o) == k).map(|o| o.cell.as_str()).collect();
+    cells.sort_unstable();
+    Reason::new(
+        ReasonCode::Params,
+        format!(
+            "pass {name} holds {} steps alike in engine, model, version, build, cap and streams (cells {}): which is which is not known, so none is paired",
+            cells.len(),
+            cells.join(", ")
+        ),
+    )
 }
 
 /// Compares the figures of pass A (`a`, from [`crate::cells::summarize`]) with those of B.
@@ -260,13 +320,16 @@ pub fn diff(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep]) -> Dif
 pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], correction: Correction) -> Diff {
     let pass_reasons = pass_reasons(a_pass, b_pass);
     let key = keys(a, b);
-    // Each B step is taken by at most one A step (a key held twice pairs in order).
+    let (a_alike, b_alike) = (alike_steps(a, &key), alike_steps(b, &key));
+    // A key is held at most once on each side once alike steps are set aside, so each B
+    // step is taken by at most one A step, whatever the order of either pass's cells.
     let mut b_taken = vec![false; b.len()];
     let matches: Vec<Option<usize>> = a
         .iter()
-        .map(|step_a| {
+        .zip(&a_alike)
+        .map(|(step_a, &alike)| {
             let k = key(step_a);
-            let found = (0..b.len()).find(|&j| !b_taken[j] && key(&b[j]) == k);
+            let found = (0..b.len()).find(|&j| !alike && !b_alike[j] && !b_taken[j] && key(&b[j]) == k);
             if let Some(j) = found {
                 b_taken[j] = true;
             }
@@ -294,7 +357,7 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
     }
 
     let mut rows = Vec::new();
-    for (step_a, matched) in a.iter().zip(&matches) {
+    for ((step_a, matched), &alike) in a.iter().zip(&matches).zip(&a_alike) {
         match matched.map(|j| &b[j]) {
             Some(step_b) => {
                 let control = attribution(step_a, step_b).0 == Attribution::None;
@@ -306,7 +369,8 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
                 }
             }
             None => {
-                let why = unpaired_levels(step_a, b.iter(), &key, Verdict::Gone);
+                let alike = alike.then(|| alike_reason(a, step_a, &key, "A"));
+                let why = alike.or_else(|| unpaired_levels(step_a, b.iter(), &key, Verdict::Gone));
                 rows.extend(diff_metrics(step_a).iter().map(|&m| {
                     let mut row = DiffRow { model: key(step_a).1, ..unmatched(step_a, m, Verdict::Gone) };
                     row.reasons.extend(why.clone());
@@ -315,8 +379,9 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
             }
         }
     }
-    for (step_b, _) in b.iter().zip(&b_taken).filter(|(_, taken)| !**taken) {
-        let why = unpaired_levels(step_b, a.iter(), &key, Verdict::New);
+    for ((step_b, _), &alike) in b.iter().zip(&b_taken).zip(&b_alike).filter(|((_, taken), _)| !**taken) {
+        let alike = alike.then(|| alike_reason(b, step_b, &key, "B"));
+        let why = alike.or_else(|| unpaired_levels(step_b, a.iter(), &key, Verdict::New));
         rows.extend(diff_metrics(step_b).iter().map(|&m| {
             let mut row = DiffRow { model: key(step_b).1, ..unmatched(step_b, m, Verdict::New) };
             row.reasons.extend(why.clone());
@@ -442,7 +507,31 @@ fn cell_reasons(pass_reasons: &[Reason], a_pass: &Pass, a: &CellStep, b_pass: &P
     if bias(ca) != bias(cb) {
         reasons.push(Reason::new(ReasonCode::Params, format!("EOS logit_bias {} → {}", bias(ca), bias(cb))));
     }
+    reasons.extend(request_reasons(&a.request, &b.request, &reasons));
     reasons
+}
+
+/// The fields of the comparison key that say how the steps were requested (API, temperature,
+/// arrivals, way past EOS), each that differs named with both values, unless the passes'
+/// own parameters already named it. Where a side knows nothing of them (a runs CSV from
+/// before the columns), nothing is named: unknown is not called a difference.
+fn request_reasons(a: &crate::key::RequestFacts, b: &crate::key::RequestFacts, named: &[Reason]) -> Vec<Reason> {
+    if !(a.is_known() && b.is_known()) {
+        return Vec::new();
+    }
+    let number = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
+    let text = |v: &str| if v.is_empty() { "none".to_owned() } else { v.to_owned() };
+    let fields = [
+        ("api", text(&a.api), text(&b.api)),
+        ("temperature", number(a.temperature), number(b.temperature)),
+        ("request_rate", number(a.request_rate), number(b.request_rate)),
+        ("past_eos", text(&a.past_eos), text(&b.past_eos)),
+    ];
+    fields
+        .into_iter()
+        .filter(|(name, va, vb)| va != vb && !named.iter().any(|r| r.code == ReasonCode::Params && r.detail.starts_with(&format!("{name} "))))
+        .map(|(name, va, vb)| Reason::new(ReasonCode::Params, format!("{name} {va} → {vb}")))
+        .collect()
 }
 
 /// What changed between the two cells, from their provenance. A missing hash on either side,

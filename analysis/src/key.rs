@@ -7,41 +7,11 @@
 //!
 //! docs/statistics.md ("Diffs") and docs/leaderboard.md say which fields are in it.
 
-use harness::pass::{CellInfo, Pass, Workload};
+use harness::pass::Workload;
 
 /// How a step's requests were made, beyond its workload and size: the parts of the key that
-/// the pass (not the step's runs) records.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RequestFacts {
-    /// `chat` or `completions`; empty where the pass does not say (an import).
-    pub api: String,
-    pub temperature: Option<f64>,
-    /// How the engine was asked to run past EOS for this step: empty when it was not asked
-    /// (`ignore_eos` off), else `field`, `logit-bias` or `unsupported`.
-    pub past_eos: String,
-    /// Seeded arrivals of this many requests a second (`--request-rate`), the step's streams
-    /// then capping the requests in flight; `None` for streams kept busy (closed loop).
-    pub request_rate: Option<f64>,
-}
-
-impl RequestFacts {
-    /// The facts of the step of `workload` at `target` in `pass`, for the cell `cell`.
-    pub fn of(pass: &Pass, cell: Option<&CellInfo>, workload: Workload, target: u64) -> RequestFacts {
-        let Some(request) = pass.info.request.as_ref() else { return RequestFacts::default() };
-        let step = request.steps.iter().find(|s| s.workload == workload && s.target_prompt_tokens == target);
-        let ignore_eos = request.ignore_eos || step.is_some_and(|s| s.ignore_eos);
-        let past_eos = match cell {
-            _ if !ignore_eos => String::new(),
-            Some(c) => match c.past_eos {
-                Some(way) => way.as_str().to_owned(),
-                None if c.ignore_eos_logit_bias.is_some() => harness::plan::presets::IgnoreEos::LogitBias.as_str().to_owned(),
-                None => harness::plan::presets::IgnoreEos::Field.as_str().to_owned(),
-            },
-            None => harness::plan::presets::IgnoreEos::Field.as_str().to_owned(),
-        };
-        RequestFacts { api: request.api.clone(), temperature: Some(request.temperature), past_eos, request_rate: request.request_rate }
-    }
-}
+/// the pass (not the step's runs) records, decided by [`harness::pass::PassInfo::step_request`].
+pub type RequestFacts = harness::pass::StepRequest;
 
 /// The key of a step: what it was measured with, the engine's identity aside. Fields are
 /// compared as they are written (numbers in their shortest exact form).

@@ -44,6 +44,11 @@ impl IgnoreEos {
         }
     }
 
+    /// The way named as [`IgnoreEos::as_str`] writes it (a runs CSV's `past_eos` column).
+    pub fn parse(name: &str) -> Option<IgnoreEos> {
+        [IgnoreEos::Field, IgnoreEos::LogitBias, IgnoreEos::Unsupported].into_iter().find(|w| w.as_str() == name)
+    }
+
     /// Whether `ignore_eos: true` means anything to the engine.
     pub fn honours_field(self) -> bool {
         self == IgnoreEos::Field

@@ -122,10 +122,11 @@ fn a_sweep_exported_and_imported_keeps_its_levels_apart() {
     let (before, after) = (board(&pass), board(&back));
     assert!(before.iter().any(|f| f[2] == "decode_tps@c2"), "{before:?}");
     assert_eq!(before.len(), after.len(), "{before:?} against {after:?}");
-    // Up to `concurrency`: the runs CSV does not carry the pass's request (API, temperature,
-    // arrival rate, way past EOS), so an imported pass leaves those key columns empty.
+    // Every column to the last key column (`past_eos`): the runs CSV carries how each step
+    // was requested (API, temperature, arrival rate, way past EOS).
     for (b, a) in before.iter().zip(&after) {
-        for i in 0..=12 {
+        assert_eq!(b.len(), 17, "{b:?}");
+        for i in 0..b.len() {
             match (b[i].parse::<f64>(), a[i].parse::<f64>()) {
                 (Ok(x), Ok(y)) if (4..=6).contains(&i) => assert!((x - y).abs() <= x.abs() * 1e-3, "{b:?} against {a:?}"),
                 _ => assert_eq!(b[i], a[i], "{b:?} against {a:?}"),
@@ -135,8 +136,8 @@ fn a_sweep_exported_and_imported_keeps_its_levels_apart() {
 
     // A file from before the column: its runs are imported at one stream, and the import says so.
     let text = std::fs::read_to_string(&csv).unwrap();
-    // The twenty columns before `concurrency` and `attempt`.
-    let old: String = text.lines().map(|l| l.rsplitn(3, ',').nth(2).unwrap().to_owned() + "\n").collect();
+    // The twenty columns before `concurrency`, `attempt` and the request's four.
+    let old: String = text.lines().map(|l| l.rsplitn(7, ',').nth(6).unwrap().to_owned() + "\n").collect();
     let old_csv = tmp.path().join("old.csv");
     std::fs::write(&old_csv, old).unwrap();
     let output = import_csv(&old_csv, &tmp.path().join("old"));

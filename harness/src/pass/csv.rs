@@ -13,7 +13,7 @@ use super::store::{read_pass_info, write_imported, Damage, Pass, PassError, RunR
 /// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
 /// later are added at the end ([`LATER_COLUMNS`]), so a reader by position finds the others
 /// where they were.
-pub const COLUMNS: [&str; 22] = [
+pub const COLUMNS: [&str; 26] = [
     "pass_id",
     "machine",
     "engine",
@@ -36,11 +36,25 @@ pub const COLUMNS: [&str; 22] = [
     "token_count_source",
     "concurrency",
     "attempt",
+    "api",
+    "temperature",
+    "request_rate",
+    "past_eos",
 ];
 
 /// The columns a file written before them may lack, and what a run without them imports as:
-/// its counts from usage (where it has counts), one stream at a time, a first attempt.
-pub const LATER_COLUMNS: [(&str, &str); 3] = [("token_count_source", "usage"), ("concurrency", "1"), ("attempt", "0")];
+/// its counts from usage (where it has counts), one stream at a time, a first attempt, and
+/// nothing known of how it was requested (a diff then names no difference in API,
+/// temperature, arrivals or way past EOS, and the leaderboard leaves those columns empty).
+pub const LATER_COLUMNS: [(&str, &str); 7] = [
+    ("token_count_source", "usage"),
+    ("concurrency", "1"),
+    ("attempt", "0"),
+    ("api", "unknown"),
+    ("temperature", "unknown"),
+    ("request_rate", "unknown"),
+    ("past_eos", "unknown"),
+];
 
 /// The [`LATER_COLUMNS`] the header of `csv_path` lacks, for a warning that says what their
 /// runs were imported as (a file from an older benchpass, or another tool's).
@@ -154,6 +168,9 @@ impl<W: Write> Rows<W> {
             .find(|c| c.id == run.cell)
             .ok_or_else(|| anyhow::anyhow!("run names cell `{}` that pass.json does not list", run.cell))?;
         let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+        // Shortest exact form: it reads back to the same number, and writes the same bytes.
+        let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let request = info.step_request(&run.cell, run.workload, run.target_prompt_tokens, run.concurrency);
         let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
         self.writer.write_record([
             text(info.pass_id.clone()),
@@ -178,6 +195,10 @@ impl<W: Write> Rows<W> {
             run.token_count_source.map(|s| s.as_str().to_owned()).unwrap_or_default(),
             run.concurrency.to_string(),
             run.attempt.to_string(),
+            request.api,
+            number(request.temperature),
+            number(request.request_rate),
+            request.past_eos,
         ])?;
         Ok(())
     }
@@ -201,6 +222,8 @@ pub enum ImportError {
     MixedMachines { path: PathBuf, line: u64, pass_id: String, first: String, found: String },
     #[error("{path}: {message}")]
     BadPassId { path: PathBuf, message: String },
+    #[error("{path}:{line}: the {step} step of `{engine}` has {column} `{found}` here but `{first}` earlier; a step's runs are requested one way")]
+    MixedRequest { path: PathBuf, line: u64, step: String, engine: String, column: &'static str, first: String, found: String },
     #[error("{path}: no runs in the file")]
     Empty { path: PathBuf },
     #[error(transparent)]
@@ -282,7 +305,21 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
                 id
             }
         };
-        build.runs.push(row.run(cell_id)?);
+        let run = row.run(cell_id)?;
+        let request = row.request()?;
+        if request != StepRequest::default() {
+            let cell = build.cells.iter_mut().find(|c| c.id == run.cell).expect("the cell was found or added above");
+            record_request(cell, &run, request).map_err(|(column, first, found)| ImportError::MixedRequest {
+                path: path.clone(),
+                line,
+                step: step_name(&run),
+                engine: cell_label(cell),
+                column,
+                first,
+                found,
+            })?;
+        }
+        build.runs.push(run);
     }
     if passes.is_empty() {
         return Err(ImportError::Empty { path });
@@ -307,6 +344,38 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
         written.push(dir);
     }
     Ok(written)
+}
+
+/// Keeps how `run`'s step was requested on its cell; the runs of one step must agree, else
+/// the column that differs, with the value seen first and the one found now.
+fn record_request(cell: &mut CellInfo, run: &RunRecord, request: StepRequest) -> Result<(), (&'static str, String, String)> {
+    let place = (run.workload, run.target_prompt_tokens, run.concurrency);
+    let Some(known) = cell.imported_steps.iter().find(|s| (s.workload, s.target_prompt_tokens, s.concurrency) == place) else {
+        cell.imported_steps.push(ImportedStep { workload: run.workload, target_prompt_tokens: run.target_prompt_tokens, concurrency: run.concurrency, request });
+        return Ok(());
+    };
+    let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let fields = [
+        ("api", known.request.api.clone(), request.api.clone()),
+        ("temperature", number(known.request.temperature), number(request.temperature)),
+        ("request_rate", number(known.request.request_rate), number(request.request_rate)),
+        ("past_eos", known.request.past_eos.clone(), request.past_eos.clone()),
+    ];
+    match fields.into_iter().find(|(_, first, found)| first != found) {
+        Some(mismatch) => Err(mismatch),
+        None => Ok(()),
+    }
+}
+
+fn step_name(run: &RunRecord) -> String {
+    match run.workload {
+        Workload::Sustained => format!("sustained × {} streams", run.concurrency),
+        w => format!("{} {} × {} streams", w.as_str(), run.target_prompt_tokens, run.concurrency),
+    }
+}
+
+fn cell_label(cell: &CellInfo) -> String {
+    format!("{} {} · {}", cell.engine.name, cell.engine.version, cell.model).replace("  ", " ")
 }
 
 /// Exactly 64 characters of `0-9a-f`: a SHA-256 written as benchpass writes one.
@@ -385,6 +454,29 @@ impl Row<'_> {
             Some(n) if n > metrics::MAX_COUNT => Err(self.bad(column, EXPECTED)),
             n => Ok(n),
         }
+    }
+
+    /// How the row's step was requested; all empty in a file from before these columns.
+    fn request(&self) -> Result<StepRequest, ImportError> {
+        let api = self.text("api")?;
+        if !matches!(api.as_str(), "" | "chat" | "completions") {
+            return Err(self.bad("api", "chat or completions, or empty"));
+        }
+        const TEMPERATURE: &str = "a temperature, a number from 0 to 100, or empty";
+        let temperature = match self.parsed::<f64>("temperature", TEMPERATURE)? {
+            Some(t) if !(t.is_finite() && (0.0..=100.0).contains(&t)) => return Err(self.bad("temperature", TEMPERATURE)),
+            t => t,
+        };
+        const RATE: &str = "requests a second, a number above 0 and up to 1000000, or empty for streams kept busy";
+        let request_rate = match self.parsed::<f64>("request_rate", RATE)? {
+            Some(r) if !(r.is_finite() && r > 0.0 && r <= 1e6) => return Err(self.bad("request_rate", RATE)),
+            r => r,
+        };
+        let past_eos = self.text("past_eos")?;
+        if !past_eos.is_empty() && engines::presets::IgnoreEos::parse(&past_eos).is_none() {
+            return Err(self.bad("past_eos", "field, logit-bias or unsupported, or empty when EOS was not ignored"));
+        }
+        Ok(StepRequest { api, temperature, past_eos, request_rate })
     }
 
     fn run(&self, cell: String) -> Result<RunRecord, ImportError> {

@@ -108,6 +108,48 @@ pub struct CellInfo {
     /// server benchpass did not start (SGLang `/flush_cache`, vLLM `/reset_prefix_cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_flush: Option<CacheFlushRecord>,
+    /// An imported cell: how each of its steps was requested, as the runs CSV said (its `api`,
+    /// `temperature`, `request_rate` and `past_eos` columns). A measured pass keeps these facts
+    /// in `request` and this cell's `past_eos`; [`PassInfo::step_request`] reads either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imported_steps: Vec<ImportedStep>,
+}
+
+/// How one step's requests were made, in the fields of the comparison key that the pass
+/// records rather than its runs. Empty text and `None` where it is not known (a file from
+/// before these columns).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRequest {
+    /// `chat` or `completions`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api: String,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub temperature: Option<f64>,
+    /// How the engine was asked to run past EOS: empty when it was not asked (`ignore_eos`
+    /// off), else `field`, `logit-bias` or `unsupported`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub past_eos: String,
+    /// Seeded arrivals of this many requests a second (`--request-rate`), the step's streams
+    /// capping the requests in flight; `None` for streams kept busy (closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub request_rate: Option<f64>,
+}
+
+impl StepRequest {
+    /// Whether anything is known of how the step was requested: every measured pass and every
+    /// runs CSV since the columns came names its API.
+    pub fn is_known(&self) -> bool {
+        !self.api.is_empty()
+    }
+}
+
+/// One step of an imported cell and how its requests were made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedStep {
+    pub workload: Workload,
+    pub target_prompt_tokens: u64,
+    pub concurrency: u32,
+    pub request: StepRequest,
 }
 
 /// What a cache flush request got.
@@ -520,6 +562,7 @@ impl CellInfo {
             ignore_eos_logit_bias: None,
             past_eos: None,
             cache_flush: None,
+            imported_steps: Vec::new(),
         }
     }
 
@@ -536,6 +579,33 @@ impl EngineInfo {
 }
 
 impl PassInfo {
+    /// How the step of `workload` at `target` and `concurrency` of cell `cell` was requested:
+    /// from the pass's request parameters and the cell's way past EOS for a measured pass,
+    /// from what the CSV said for an imported one. The one rule the comparison key, the
+    /// runs CSV's columns and the diff read.
+    pub fn step_request(&self, cell: &str, workload: Workload, target: u64, concurrency: u32) -> StepRequest {
+        let cell = self.cells.iter().find(|c| c.id == cell);
+        let Some(request) = self.request.as_ref() else {
+            let imported = cell.and_then(|c| {
+                c.imported_steps.iter().find(|s| (s.workload, s.target_prompt_tokens, s.concurrency) == (workload, target, concurrency))
+            });
+            return imported.map(|s| s.request.clone()).unwrap_or_default();
+        };
+        let step = request.steps.iter().find(|s| s.workload == workload && s.target_prompt_tokens == target);
+        let ignore_eos = request.ignore_eos || step.is_some_and(|s| s.ignore_eos);
+        use engines::presets::IgnoreEos;
+        let past_eos = match cell {
+            _ if !ignore_eos => "",
+            Some(c) => match c.past_eos {
+                Some(way) => way.as_str(),
+                None if c.ignore_eos_logit_bias.is_some() => IgnoreEos::LogitBias.as_str(),
+                None => IgnoreEos::Field.as_str(),
+            },
+            None => IgnoreEos::Field.as_str(),
+        };
+        StepRequest { api: request.api.clone(), temperature: Some(request.temperature), past_eos: past_eos.to_owned(), request_rate: request.request_rate }
+    }
+
     /// The provenance of a complete pass made by a program rather than measured (tests and
     /// benchmarks): this benchpass, no times, no request parameters.
     pub fn synthetic(pass_id: impl Into<String>, machine: impl Into<String>, cells: Vec<CellInfo>) -> PassInfo {
