@@ -10,6 +10,7 @@ use futures_util::StreamExt as _;
 use sha2::{Digest, Sha256};
 
 use crate::client::{stream_request, Prompt, RequestConfig, StreamOutcome};
+use crate::plan::run::{CellPlan, Form, PassPlan, PlanRunOptions};
 use crate::corpus;
 use crate::metrics;
 use crate::pass::*;
@@ -87,15 +88,46 @@ impl RunOptions {
         }
     }
 
-    /// Applies the preset's request fields under the user's own, as a plan's engine does.
-    fn with_preset_applied(mut self) -> RunOptions {
-        let Some(preset) = self.preset else { return self };
-        let mut extra = preset.request_fields();
-        if let Some(serde_json::Value::Object(user)) = &self.request.extra {
-            extra.extend(user.clone());
+    /// The pass a `--url` run is: a plan of one cell, `c0`, whose engine benchpass does not
+    /// start, its steps all of one workload (no gaps), in order.
+    fn as_plan(&self) -> PassPlan<'static> {
+        let over = self.request.extra.as_ref().and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
+        let cell = CellPlan {
+            id: "c0".to_owned(),
+            engine: self.engine.clone(),
+            model_named: if self.pick_model { "(the model the server lists)".to_owned() } else { self.request.model.clone() },
+            model: (!self.pick_model).then(|| self.request.model.clone()),
+            family: self.family.clone(),
+            lane: self.lane.clone(),
+            preset: self.preset,
+            url: self.url.clone(),
+            start: None,
+            version: self.engine_version.clone(),
+            version_command: None,
+            executable: self.engine_path.clone(),
+            executable_named: "--engine-path",
+            weights: self.weights.clone(),
+            extra: over.clone(),
+        };
+        PassPlan {
+            name: self.engine.clone(),
+            form: Form::Url,
+            cells: vec![cell],
+            steps: self.steps.iter().map(|&step| (0, step)).collect(),
+            order: Order::Sequential,
+            // `--extra` is the cell's, over the preset's fields.
+            request: RequestConfig { model: String::new(), extra: None, ..self.request.clone() },
+            // The request's record holds the fields as sent: the preset's under `--extra`.
+            recorded_extra: match self.preset {
+                Some(preset) => crate::plan::run::request_extra(None, Some(preset), &over),
+                None => self.request.extra.clone(),
+            },
+            concurrency: self.concurrency,
+            arrivals: self.arrivals,
+            between_workloads_s: 0.0,
+            between_cells_s: 0.0,
+            source: None,
         }
-        self.request.extra = (!extra.is_empty()).then_some(serde_json::Value::Object(extra));
-        self
     }
 }
 
@@ -307,38 +339,7 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
 
 /// What a pass against a running server would do, without touching the server or the disk.
 pub fn dry_run(options: &RunOptions) -> String {
-    let model = if options.pick_model { "(the model the server lists)" } else { options.request.model.as_str() };
-    let mut out = format!("c0: {} × {model} at {}\n", options.engine, options.url);
-    if let Some(line) = options.preset.and_then(|p| p.dry_run_flush()) {
-        out.push_str(&line);
-    }
-    let (mut requests, mut tokens) = (0u64, 0u64);
-    for step in &options.steps {
-        let what = match step.workload {
-            w if w.has_prompt_targets() => format!("{} {}", w.as_str(), step.target_prompt_tokens),
-            w => w.as_str().to_owned(),
-        };
-        // Agent runs are sessions of many turns and quality runs rounds of many prompts: their
-        // request counts are known once the workload's own prompts are read.
-        let unit = match step.workload {
-            Workload::Agent => "sessions",
-            Workload::Quality => "rounds",
-            _ => "runs",
-        };
-        let streams = step.concurrency.map_or(String::new(), |n| format!(" at {n} streams"));
-        let may_stop_short = options.preset.map(|p| p.dry_run_stop_short(step.ignore_eos || options.request.ignore_eos)).unwrap_or_default();
-        out.push_str(&format!("  {what}{streams}: {} warmup + {} {unit} × {} tokens{may_stop_short}\n", step.warmup, step.runs, step.max_tokens));
-        let n: u64 = all_slots(std::slice::from_ref(step)).iter().map(runs_in_slot).sum();
-        requests += n;
-        tokens += n * step.max_tokens;
-    }
-    // As a plan's dry run: 30 tok/s is a slow laptop's decode, so the estimate is high.
-    let seconds = tokens as f64 / 30.0 / f64::from(options.concurrency.max(1));
-    out.push_str(&format!(
-        "\n{requests} runs, {tokens} tokens at concurrency {}: about {seconds:.0} s of decoding at 30 tok/s a stream\n",
-        options.concurrency
-    ));
-    out
+    crate::plan::run::dry_run_of(&options.as_plan(), 1.0)
 }
 
 /// The model to ask for when the user named none: the one model the server lists, else an
@@ -526,118 +527,21 @@ pub async fn run_jobs(
     Ok(true)
 }
 
+/// `benchpass run --url`: the one executor ([`crate::plan::run::execute`]) runs the pass as a
+/// plan of one cell whose engine benchpass does not start.
 pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
-    let user_set_cache_prompt = options.request.extra.as_ref().is_some_and(|e| e.get("cache_prompt").is_some());
-    let mut options = options.with_preset_applied();
-    let started_at = provenance::utc_now_rfc3339();
-    let base = probe::base_url(&options.url)?;
-    let api_key = api_key(options.api_key_env.as_deref())?;
-    let http = http_client(options.concurrency)?;
-    if options.pick_model {
-        options.request.model = pick_model(&http, &base, api_key.as_deref()).await?;
-        eprintln!("{}", crate::progress::printable(&format!("model: {} (the only model {base}/v1/models lists)", options.request.model)));
-    }
-
-    // Probe before anything touches the disk: an unreachable server leaves no half-written pass.
-    let facts = probe_server(&http, &base, api_key.as_deref(), &options.request.model, options.engine_version.as_deref()).await?;
-    let (version, version_source) = match (options.preset, &options.engine_version) {
-        (Some(preset), None) => crate::plan::lifecycle::read_version(preset, None, options.engine_path.as_deref(), &http, &base).await,
-        _ => None,
-    }
-    .unwrap_or_else(|| (facts.version.clone(), facts.version_source.clone()));
-    let engine_sha256 = match &options.engine_path {
-        Some(path) => Some(provenance::hash_file(path, &|_| {}).with_context(|| format!("--engine-path {}", path.display()))?),
-        None => None,
+    // The address is checked before anything else is read (the API key's variable).
+    probe::base_url(&options.url)?;
+    let run = PlanRunOptions {
+        out: options.out.clone(),
+        pass_id: options.pass_id.clone(),
+        gap_scale: 1.0,
+        progress: options.progress,
+        hash_cache: options.hash_cache.clone(),
+        api_key_env: options.api_key_env.clone(),
+        resume: None,
     };
-    let build = match &options.weights {
-        Some(path) => hash_build(path, options.hash_cache.as_deref(), options.progress)?,
-        None => BuildInfo::default(),
-    };
-
-    let jobs = cut_jobs(&options.steps, options.request.ignore_eos, &http, &facts.counter).await?;
-    let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
-    check_pass_id(&pass_id)?;
-    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
-    // benchpass did not start this server; when it listens on this machine its memory is
-    // sampled all the same.
-    let listener = crate::memory::listener_of(&base);
-    let past_eos = options.preset.map(|p| p.ignore_eos);
-    let asked_past_eos = options.request.ignore_eos || options.steps.iter().any(|s| s.ignore_eos);
-    let ignore_eos_bias = match options.preset {
-        Some(preset) => crate::plan::eos::bias_for(&options.engine, preset.ignore_eos, options.weights.as_deref(), asked_past_eos).unwrap_or_else(|warning| {
-            eprintln!("{}", crate::progress::printable(&warning));
-            None
-        }),
-        None => None,
-    };
-    let cache_flush = match options.preset.and_then(|p| p.cache_flush) {
-        Some(flush) => {
-            let record = crate::plan::lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
-            eprintln!("{}", crate::progress::printable(&crate::plan::lifecycle::flush_note(&record)));
-            Some(record)
-        }
-        None => None,
-    };
-    let engine = EngineInfo {
-        name: options.engine.clone(),
-        version,
-        version_source,
-        sha256: engine_sha256,
-        url: Some(base.clone()),
-        memory_of: listener.as_ref().map(crate::memory::Listener::describe),
-        memory_measure: listener.as_ref().and(crate::platform::MEMORY_MEASURE),
-    };
-    let cells = vec![CellInfo {
-        family: options.family.clone(),
-        lane: options.lane.clone(),
-        build,
-        request_extra: options.preset.and(options.request.extra.clone()),
-        ignore_eos_logit_bias: ignore_eos_bias.clone(),
-        past_eos,
-        cache_flush,
-        ..CellInfo::new("c0", engine, options.request.model.clone())
-    }];
-    let params = RequestParams {
-        model_picked: options.pick_model,
-        request_rate: options.arrivals.map(|a| a.rate),
-        arrival_seed: options.arrivals.map(|a| a.seed),
-        ..request_params(&options.request, options.concurrency, options.steps.clone())
-    };
-    let mut info = new_pass_info(pass_id, started_at, cells, params);
-    let mut writer = PassWriter::create(&dir, &info)?;
-
-    let progress = Progress::new(options.progress, jobs.len() as u64);
-    let sampler = listener.as_ref().map(|l| crate::memory::MemorySampler::start(l.pid));
-    let target = Target {
-        http: &http,
-        url: format!("{base}{}", options.request.api.path()),
-        api_key: api_key.as_deref(),
-        request: &options.request,
-        counter: &facts.counter,
-        cell_id: "c0",
-        concurrency: options.concurrency,
-        memory: sampler.as_deref(),
-        metrics_url: options.preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
-        draft_log: options.preset.and_then(|p| crate::plan::run::draft_log(p, None, listener.is_some())),
-        live: Some(progress.live()),
-        ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
-        send_ignore_eos: past_eos != Some(crate::plan::presets::IgnoreEos::Unsupported),
-        // As in a plan: a preset that turns the prompt cache off (llama.cpp) has it on for agent
-        // sessions, unless the user's --extra sets it.
-        agent_cache_prompt: options.preset.is_some_and(|p| p.request_extra.contains(&("cache_prompt", "false"))) && !user_set_cache_prompt,
-        arrivals: options.arrivals,
-    };
-    let mut summary = new_summary(&dir);
-    // CPU from here on is the measuring itself (not hashing or prompt cutting).
-    let cpu_at_start = provenance::process_cpu_seconds();
-    let mut interrupt = Interrupt::on_ctrl_c();
-    if !run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await? {
-        summary.status = PassStatus::Interrupted;
-    }
-    progress.finish();
-    drop(sampler);
-    finish(&mut info, &writer, &summary, cpu_at_start)?;
-    Ok(summary)
+    crate::plan::run::execute(&options.as_plan(), run).await
 }
 
 /// Final status, finish time and CPU used, written to `pass.json`.
@@ -695,12 +599,6 @@ pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
         && pass_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     anyhow::ensure!(ok, "pass id `{pass_id}`: use letters, digits, `.`, `_` and `-` (it names a folder), not starting with `.`");
     Ok(())
-}
-
-/// The runs of `steps` in order: per step, its warmups then its measured runs, with every
-/// prompt cut before the first request is sent.
-pub async fn cut_jobs(steps: &[Step], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
-    cut_slots(&all_slots(steps), ignore_eos, http, counter).await
 }
 
 /// One planned request: a step's warmup or measured repetition.
