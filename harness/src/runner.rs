@@ -1,6 +1,7 @@
-//! `benchpass run --url ...`: one cell against a running server. Probes the server, hashes
-//! what it is told to, cuts the prompts, then runs warmups and measured runs target by target,
-//! appending each run to the pass as it finishes.
+//! The runs of a pass: `benchpass run --url ...` as a plan of one cell ([`RunOptions`], handed
+//! to the one executor, `plan::run::execute`), and what every cell's turn is made of there:
+//! the server probed, the prompts cut, the jobs run (warmups then measured runs; a session's
+//! turns one after another, sessions side by side) and each run appended as it finishes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -218,7 +219,7 @@ pub fn sweep(steps: &[Step], levels: &[u32]) -> Vec<Step> {
 }
 
 /// What benchpass learned from a server before its first run.
-pub struct ServerFacts {
+pub(crate) struct ServerFacts {
     pub version: String,
     pub version_source: String,
     pub counter: TokenCounter,
@@ -226,7 +227,7 @@ pub struct ServerFacts {
 
 /// Probes a server: it answers `/v1/models` (else a one-line error naming the URL), its
 /// version (unless the user gave one), and whether it has a tokenizer endpoint.
-pub async fn probe_server(
+pub(crate) async fn probe_server(
     http: &reqwest::Client,
     base: &str,
     api_key: Option<&str>,
@@ -279,7 +280,7 @@ async fn stream_on_a_task_of_its_own(target: &Target<'_>, body: serde_json::Valu
 
 /// The HTTP client every pass uses: no Nagle delay, a connection per stream kept alive; HTTPS
 /// with the system's roots and any `--ca-cert`.
-pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
+pub(crate) fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
     Ok(crate::tls::with_extra_roots(reqwest::Client::builder())
         .connect_timeout(std::time::Duration::from_secs(10))
         .tcp_nodelay(true)
@@ -291,7 +292,7 @@ pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
 }
 
 /// Reads the API key from the variable the user named; the key itself is never stored.
-pub fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
+pub(crate) fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
     match var {
         Some(var) => {
             let key = std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?;
@@ -308,7 +309,7 @@ pub fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
 }
 
 /// Hashes a weight file or folder through the on-disk cache.
-pub fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path>, progress: crate::progress::ProgressMode) -> anyhow::Result<BuildInfo> {
+pub(crate) fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path>, progress: crate::progress::ProgressMode) -> anyhow::Result<BuildInfo> {
     let cache_path = hash_cache.map(std::path::Path::to_owned).or_else(HashCache::default_path);
     let mut cache = cache_path.as_deref().map(HashCache::load).unwrap_or_default();
     let build = provenance::hash_weights(weights, &mut cache, &crate::progress::HashBar::new(progress))?;
@@ -318,7 +319,7 @@ pub fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path
     Ok(build)
 }
 
-pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step>) -> RequestParams {
+pub(crate) fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step>) -> RequestParams {
     RequestParams {
         api: request.api.as_str().to_owned(),
         temperature: request.temperature,
@@ -344,7 +345,7 @@ pub fn dry_run(options: &RunOptions) -> String {
 
 /// The model to ask for when the user named none: the one model the server lists, else an
 /// error that lists what it does list.
-pub async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> anyhow::Result<String> {
+pub(crate) async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> anyhow::Result<String> {
     let mut models = probe::served_models(http, base, api_key).await?;
     match models.len() {
         1 => Ok(models.remove(0)),
@@ -358,7 +359,7 @@ pub async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str
 }
 
 /// The `pass.json` of a pass about to be measured on this machine, by this benchpass.
-pub fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, request: RequestParams) -> PassInfo {
+pub(crate) fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, request: RequestParams) -> PassInfo {
     PassInfo {
         schema_version: SCHEMA_VERSION,
         pass_id,
@@ -374,7 +375,7 @@ pub fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, 
     }
 }
 
-pub fn new_summary(dir: &std::path::Path) -> PassSummary {
+pub(crate) fn new_summary(dir: &std::path::Path) -> PassSummary {
     PassSummary {
         dir: dir.to_owned(),
         status: PassStatus::Complete,
@@ -387,7 +388,7 @@ pub fn new_summary(dir: &std::path::Path) -> PassSummary {
 
 /// Set once by Ctrl-C; every running loop watches it.
 #[derive(Clone)]
-pub struct Interrupt(tokio::sync::watch::Receiver<bool>);
+pub(crate) struct Interrupt(tokio::sync::watch::Receiver<bool>);
 
 impl Interrupt {
     /// Starts listening for Ctrl-C (SIGINT).
@@ -414,7 +415,7 @@ impl Interrupt {
 }
 
 /// A server being measured for one cell: everything a run needs.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub http: &'a reqwest::Client,
     /// The completions endpoint, e.g. `http://127.0.0.1:8080/v1/chat/completions`.
     pub url: String,
@@ -477,7 +478,7 @@ impl Arrivals {
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
 /// Ctrl-C stopped it (runs in flight are abandoned, finished ones are on disk).
-pub async fn run_jobs(
+pub(crate) async fn run_jobs(
     target: &Target<'_>,
     jobs: &[Job],
     writer: &mut PassWriter,
@@ -545,7 +546,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
 }
 
 /// Final status, finish time and CPU used, written to `pass.json`.
-pub fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, cpu_at_start: Option<f64>) -> anyhow::Result<()> {
+pub(crate) fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, cpu_at_start: Option<f64>) -> anyhow::Result<()> {
     info.status = summary.status;
     info.finished_at = Some(provenance::utc_now_rfc3339());
     info.harness_cpu_seconds = match (cpu_at_start, provenance::process_cpu_seconds()) {
@@ -556,7 +557,7 @@ pub fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, c
     Ok(())
 }
 
-pub fn tally(summary: &mut PassSummary, run: &RunRecord) {
+pub(crate) fn tally(summary: &mut PassSummary, run: &RunRecord) {
     summary.n_runs += 1;
     if run.is_error() {
         summary.n_failed += 1;
@@ -582,7 +583,7 @@ pub fn is_short_stop(run: &RunRecord) -> bool {
         && (run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens))
 }
 
-pub fn default_pass_id(started_at: &str, engine: &str) -> String {
+pub(crate) fn default_pass_id(started_at: &str, engine: &str) -> String {
     // 2026-11-30T09:03:13Z → 20261130-090313
     let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
     let engine: String = engine
@@ -603,14 +604,14 @@ pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
 
 /// One planned request: a step's warmup or measured repetition.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Slot {
+pub(crate) struct Slot {
     pub step: Step,
     pub rep: u32,
     pub warmup: bool,
 }
 
 /// Every slot of `steps`: per step, its warmups then its measured runs.
-pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
+pub(crate) fn all_slots(steps: &[Step]) -> Vec<Slot> {
     let mut slots = Vec::new();
     for &step in steps {
         for warmup in [true, false] {
@@ -622,7 +623,7 @@ pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
 }
 
 /// How many runs a slot makes: one, or a session's turns, or a quality round's prompts.
-pub fn runs_in_slot(slot: &Slot) -> u64 {
+pub(crate) fn runs_in_slot(slot: &Slot) -> u64 {
     places_in_slot("", slot).len() as u64
 }
 
@@ -631,7 +632,7 @@ pub fn runs_in_slot(slot: &Slot) -> u64 {
 /// planned job: a resumed pass makes the places it lacks, and a plan's pass is complete when
 /// every place has a run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobPlace {
+pub(crate) struct JobPlace {
     pub cell: String,
     pub workload: Workload,
     pub target: u64,
@@ -707,7 +708,7 @@ impl JobPlace {
 
 /// The places of `slot` in `cell`, without cutting a prompt: one, or a session's turns, or a
 /// quality round's prompts.
-pub fn places_in_slot(cell: &str, slot: &Slot) -> Vec<JobPlace> {
+pub(crate) fn places_in_slot(cell: &str, slot: &Slot) -> Vec<JobPlace> {
     let own = match slot.step.workload {
         Workload::Agent => crate::workloads::agent::jobs(&slot.step, slot.rep, slot.warmup),
         Workload::Quality => crate::workloads::quality::jobs(&slot.step, slot.rep, slot.warmup),
@@ -754,7 +755,7 @@ pub fn superseded(runs: &[RunRecord]) -> Vec<bool> {
 }
 
 /// The jobs of `slots`, in order, with every prompt cut before the first request is sent.
-pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
+pub(crate) async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
     let mut jobs = Vec::new();
     for &Slot { step, rep, warmup } in slots {
         let prompt = match step.workload {
