@@ -1085,6 +1085,20 @@ mod tests {
     }
 
     #[test]
+    fn a_cells_request_fields_are_the_plans_then_the_presets_then_its_own() {
+        let llama = presets::preset("llama-cpp").unwrap();
+        let map = |v: Value| v.as_object().unwrap().clone();
+        let under = serde_json::json!({"cache_prompt": "plan", "top_k": 1});
+        // The preset's `cache_prompt: false` over the plan's; the engine's (or `--extra`) over both.
+        let merged = request_extra(Some(&under), Some(llama), &map(serde_json::json!({"top_k": 2}))).unwrap();
+        assert_eq!(merged, serde_json::json!({"cache_prompt": false, "top_k": 2}));
+        let over = request_extra(None, Some(llama), &map(serde_json::json!({"cache_prompt": true}))).unwrap();
+        assert_eq!(over, serde_json::json!({"cache_prompt": true}));
+        // A plain server with nothing asked: no fields at all.
+        assert_eq!(request_extra(None, None, &serde_json::Map::new()), None);
+    }
+
+    #[test]
     fn an_attempt_that_leaves_no_number_for_the_next_is_refused() {
         let slot = Slot { step: step(Workload::Agent), rep: 0, warmup: false };
         let error = Recorded::of(&runs_of(&places_in_slot("c0", &slot)[..1], u32::MAX)).err().unwrap().to_string();
