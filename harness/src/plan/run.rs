@@ -557,8 +557,8 @@ struct Shared<'a> {
 
 impl Shared<'_> {
     /// Probes the cell's server, reads its version, hashes its executable and weights, and
-    /// empties the prefix cache of a server benchpass did not start: everything the cell's
-    /// record holds before its first run. `started`: benchpass started the engine. Lines about
+    /// works out its request fields and EOS bias: what the cell's record holds before its
+    /// first run, but for the cache flush ([`Shared::flush`]). `started`: benchpass started the engine. Lines about
     /// what it did go to `say`. An error out of it is one the pass cannot go on from (a file
     /// that cannot be hashed); a server that does not answer is `NotReady`.
     async fn make_ready(&self, cell: &CellPlan, base: String, started: bool, say: &dyn Fn(&str)) -> anyhow::Result<Result<Ready, NotReady>> {
@@ -609,15 +609,18 @@ impl Shared<'_> {
             }),
             None => None,
         };
-        let cache_flush = match cell.preset.and_then(|p| p.cache_flush).filter(|_| !started) {
-            Some(flush) => {
-                let record = lifecycle::flush_cache(http, &base, api_key, flush).await;
-                say(&lifecycle::flush_note(&record));
-                Some(record)
-            }
-            None => None,
-        };
-        Ok(Ok(Ready { base, model, facts, engine, build, listener, extra, ignore_eos_bias, cache_flush }))
+        Ok(Ok(Ready { base, model, facts, engine, build, listener, extra, ignore_eos_bias, cache_flush: None }))
+    }
+
+    /// Empties the prefix cache of a server benchpass did not start, where its preset says how:
+    /// the last thing before the cell's runs, so that nothing the pass sends fills it again
+    /// before they start.
+    async fn flush(&self, cell: &CellPlan, ready: &mut Ready, started: bool, say: &dyn Fn(&str)) {
+        if let Some(flush) = cell.preset.and_then(|p| p.cache_flush).filter(|_| !started) {
+            let record = lifecycle::flush_cache(&self.http, &ready.base, self.api_key.as_deref(), flush).await;
+            say(&lifecycle::flush_note(&record));
+            ready.cache_flush = Some(record);
+        }
     }
 
     /// Writes what `ready` learned of `cell` into its record.
@@ -694,12 +697,13 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         let cell = &pass.cells[visits[0].cell];
         let say = |line: &str| eprintln!("{}", crate::progress::printable(line));
         let base = crate::probe::base_url(&cell.url)?;
-        let ready = shared.make_ready(cell, base, false, &say).await?.map_err(|not| not.error)?;
+        let mut ready = shared.make_ready(cell, base, false, &say).await?.map_err(|not| not.error)?;
         let mut cut = Vec::new();
         for part_owed in &owed[0] {
             let owed_here: Vec<&Owed> = part_owed.iter().filter(|o| !o.places.is_empty()).collect();
             cut.push(shared.cut(&cell.id, &owed_here, &ready.facts.counter).await?);
         }
+        shared.flush(cell, &mut ready, false, &say).await;
         ready_first = Some((ready, cut));
     }
 
@@ -821,7 +825,10 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             None => {
                 let say = |line: &str| progress.note(&format!("  {line}"));
                 match shared.make_ready(cell, base, engine.is_some(), &say).await? {
-                    Ok(ready) => (ready, None),
+                    Ok(mut ready) => {
+                        shared.flush(cell, &mut ready, engine.is_some(), &say).await;
+                        (ready, None)
+                    }
                     Err(not) => {
                         not_run(&mut writer, &mut summary, not.class, &format!("{:#}", not.error))?;
                         if let Some(mut e) = engine {
