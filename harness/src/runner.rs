@@ -1,6 +1,7 @@
-//! `benchpass run --url ...`: one cell against a running server. Probes the server, hashes
-//! what it is told to, cuts the prompts, then runs warmups and measured runs target by target,
-//! appending each run to the pass as it finishes.
+//! The runs of a pass: `benchpass run --url ...` as a plan of one cell ([`RunOptions`], handed
+//! to the one executor, `plan::run::execute`), and what every cell's turn is made of there:
+//! the server probed, the prompts cut, the jobs run (warmups then measured runs; a session's
+//! turns one after another, sessions side by side) and each run appended as it finishes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use futures_util::StreamExt as _;
 use sha2::{Digest, Sha256};
 
 use crate::client::{stream_request, Prompt, RequestConfig, StreamOutcome};
+use crate::plan::run::{CellPlan, Form, PassPlan, PlanRunOptions};
 use crate::corpus;
 use crate::metrics;
 use crate::pass::*;
@@ -87,15 +89,46 @@ impl RunOptions {
         }
     }
 
-    /// Applies the preset's request fields under the user's own, as a plan's engine does.
-    fn with_preset_applied(mut self) -> RunOptions {
-        let Some(preset) = self.preset else { return self };
-        let mut extra = preset.request_fields();
-        if let Some(serde_json::Value::Object(user)) = &self.request.extra {
-            extra.extend(user.clone());
+    /// The pass a `--url` run is: a plan of one cell, `c0`, whose engine benchpass does not
+    /// start, its steps all of one workload (no gaps), in order.
+    fn as_plan(&self) -> PassPlan<'static> {
+        let over = self.request.extra.as_ref().and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
+        let cell = CellPlan {
+            id: "c0".to_owned(),
+            engine: self.engine.clone(),
+            model_named: if self.pick_model { "(the model the server lists)".to_owned() } else { self.request.model.clone() },
+            model: (!self.pick_model).then(|| self.request.model.clone()),
+            family: self.family.clone(),
+            lane: self.lane.clone(),
+            preset: self.preset,
+            url: self.url.clone(),
+            start: None,
+            version: self.engine_version.clone(),
+            version_command: None,
+            executable: self.engine_path.clone(),
+            executable_named: "--engine-path",
+            weights: self.weights.clone(),
+            extra: over.clone(),
+        };
+        PassPlan {
+            name: self.engine.clone(),
+            form: Form::Url,
+            cells: vec![cell],
+            steps: self.steps.iter().map(|&step| (0, step)).collect(),
+            order: Order::Sequential,
+            // `--extra` is the cell's, over the preset's fields.
+            request: RequestConfig { model: String::new(), extra: None, ..self.request.clone() },
+            // The request's record holds the fields as sent: the preset's under `--extra`.
+            recorded_extra: match self.preset {
+                Some(preset) => crate::plan::run::request_extra(None, Some(preset), &over),
+                None => self.request.extra.clone(),
+            },
+            concurrency: self.concurrency,
+            arrivals: self.arrivals,
+            between_workloads_s: 0.0,
+            between_cells_s: 0.0,
+            source: None,
         }
-        self.request.extra = (!extra.is_empty()).then_some(serde_json::Value::Object(extra));
-        self
     }
 }
 
@@ -186,7 +219,7 @@ pub fn sweep(steps: &[Step], levels: &[u32]) -> Vec<Step> {
 }
 
 /// What benchpass learned from a server before its first run.
-pub struct ServerFacts {
+pub(crate) struct ServerFacts {
     pub version: String,
     pub version_source: String,
     pub counter: TokenCounter,
@@ -194,7 +227,7 @@ pub struct ServerFacts {
 
 /// Probes a server: it answers `/v1/models` (else a one-line error naming the URL), its
 /// version (unless the user gave one), and whether it has a tokenizer endpoint.
-pub async fn probe_server(
+pub(crate) async fn probe_server(
     http: &reqwest::Client,
     base: &str,
     api_key: Option<&str>,
@@ -247,7 +280,7 @@ async fn stream_on_a_task_of_its_own(target: &Target<'_>, body: serde_json::Valu
 
 /// The HTTP client every pass uses: no Nagle delay, a connection per stream kept alive; HTTPS
 /// with the system's roots and any `--ca-cert`.
-pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
+pub(crate) fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
     Ok(crate::tls::with_extra_roots(reqwest::Client::builder())
         .connect_timeout(std::time::Duration::from_secs(10))
         .tcp_nodelay(true)
@@ -259,7 +292,7 @@ pub fn http_client(concurrency: u32) -> anyhow::Result<reqwest::Client> {
 }
 
 /// Reads the API key from the variable the user named; the key itself is never stored.
-pub fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
+pub(crate) fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
     match var {
         Some(var) => {
             let key = std::env::var(var).with_context(|| format!("--api-key-env {var}: the variable is not set"))?;
@@ -276,7 +309,7 @@ pub fn api_key(var: Option<&str>) -> anyhow::Result<Option<String>> {
 }
 
 /// Hashes a weight file or folder through the on-disk cache.
-pub fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path>, progress: crate::progress::ProgressMode) -> anyhow::Result<BuildInfo> {
+pub(crate) fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path>, progress: crate::progress::ProgressMode) -> anyhow::Result<BuildInfo> {
     let cache_path = hash_cache.map(std::path::Path::to_owned).or_else(HashCache::default_path);
     let mut cache = cache_path.as_deref().map(HashCache::load).unwrap_or_default();
     let build = provenance::hash_weights(weights, &mut cache, &crate::progress::HashBar::new(progress))?;
@@ -286,7 +319,7 @@ pub fn hash_build(weights: &std::path::Path, hash_cache: Option<&std::path::Path
     Ok(build)
 }
 
-pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step>) -> RequestParams {
+pub(crate) fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step>) -> RequestParams {
     RequestParams {
         api: request.api.as_str().to_owned(),
         temperature: request.temperature,
@@ -307,43 +340,12 @@ pub fn request_params(request: &RequestConfig, concurrency: u32, steps: Vec<Step
 
 /// What a pass against a running server would do, without touching the server or the disk.
 pub fn dry_run(options: &RunOptions) -> String {
-    let model = if options.pick_model { "(the model the server lists)" } else { options.request.model.as_str() };
-    let mut out = format!("c0: {} × {model} at {}\n", options.engine, options.url);
-    if let Some(line) = options.preset.and_then(|p| p.dry_run_flush()) {
-        out.push_str(&line);
-    }
-    let (mut requests, mut tokens) = (0u64, 0u64);
-    for step in &options.steps {
-        let what = match step.workload {
-            w if w.has_prompt_targets() => format!("{} {}", w.as_str(), step.target_prompt_tokens),
-            w => w.as_str().to_owned(),
-        };
-        // Agent runs are sessions of many turns and quality runs rounds of many prompts: their
-        // request counts are known once the workload's own prompts are read.
-        let unit = match step.workload {
-            Workload::Agent => "sessions",
-            Workload::Quality => "rounds",
-            _ => "runs",
-        };
-        let streams = step.concurrency.map_or(String::new(), |n| format!(" at {n} streams"));
-        let may_stop_short = options.preset.map(|p| p.dry_run_stop_short(step.ignore_eos || options.request.ignore_eos)).unwrap_or_default();
-        out.push_str(&format!("  {what}{streams}: {} warmup + {} {unit} × {} tokens{may_stop_short}\n", step.warmup, step.runs, step.max_tokens));
-        let n: u64 = all_slots(std::slice::from_ref(step)).iter().map(runs_in_slot).sum();
-        requests += n;
-        tokens += n * step.max_tokens;
-    }
-    // As a plan's dry run: 30 tok/s is a slow laptop's decode, so the estimate is high.
-    let seconds = tokens as f64 / 30.0 / f64::from(options.concurrency.max(1));
-    out.push_str(&format!(
-        "\n{requests} runs, {tokens} tokens at concurrency {}: about {seconds:.0} s of decoding at 30 tok/s a stream\n",
-        options.concurrency
-    ));
-    out
+    crate::plan::run::dry_run_of(&options.as_plan(), 1.0)
 }
 
 /// The model to ask for when the user named none: the one model the server lists, else an
 /// error that lists what it does list.
-pub async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> anyhow::Result<String> {
+pub(crate) async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str>) -> anyhow::Result<String> {
     let mut models = probe::served_models(http, base, api_key).await?;
     match models.len() {
         1 => Ok(models.remove(0)),
@@ -357,7 +359,7 @@ pub async fn pick_model(http: &reqwest::Client, base: &str, api_key: Option<&str
 }
 
 /// The `pass.json` of a pass about to be measured on this machine, by this benchpass.
-pub fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, request: RequestParams) -> PassInfo {
+pub(crate) fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, request: RequestParams) -> PassInfo {
     PassInfo {
         schema_version: SCHEMA_VERSION,
         pass_id,
@@ -373,7 +375,7 @@ pub fn new_pass_info(pass_id: String, started_at: String, cells: Vec<CellInfo>, 
     }
 }
 
-pub fn new_summary(dir: &std::path::Path) -> PassSummary {
+pub(crate) fn new_summary(dir: &std::path::Path) -> PassSummary {
     PassSummary {
         dir: dir.to_owned(),
         status: PassStatus::Complete,
@@ -386,7 +388,7 @@ pub fn new_summary(dir: &std::path::Path) -> PassSummary {
 
 /// Set once by Ctrl-C; every running loop watches it.
 #[derive(Clone)]
-pub struct Interrupt(tokio::sync::watch::Receiver<bool>);
+pub(crate) struct Interrupt(tokio::sync::watch::Receiver<bool>);
 
 impl Interrupt {
     /// Starts listening for Ctrl-C (SIGINT).
@@ -413,7 +415,7 @@ impl Interrupt {
 }
 
 /// A server being measured for one cell: everything a run needs.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub http: &'a reqwest::Client,
     /// The completions endpoint, e.g. `http://127.0.0.1:8080/v1/chat/completions`.
     pub url: String,
@@ -476,7 +478,7 @@ impl Arrivals {
 
 /// Runs `jobs` against `target`, appending each run to the pass as it ends. Returns false when
 /// Ctrl-C stopped it (runs in flight are abandoned, finished ones are on disk).
-pub async fn run_jobs(
+pub(crate) async fn run_jobs(
     target: &Target<'_>,
     jobs: &[Job],
     writer: &mut PassWriter,
@@ -526,122 +528,25 @@ pub async fn run_jobs(
     Ok(true)
 }
 
+/// `benchpass run --url`: the one executor ([`crate::plan::run::execute`]) runs the pass as a
+/// plan of one cell whose engine benchpass does not start.
 pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
-    let user_set_cache_prompt = options.request.extra.as_ref().is_some_and(|e| e.get("cache_prompt").is_some());
-    let mut options = options.with_preset_applied();
-    let started_at = provenance::utc_now_rfc3339();
-    let base = probe::base_url(&options.url)?;
-    let api_key = api_key(options.api_key_env.as_deref())?;
-    let http = http_client(options.concurrency)?;
-    if options.pick_model {
-        options.request.model = pick_model(&http, &base, api_key.as_deref()).await?;
-        eprintln!("{}", crate::progress::printable(&format!("model: {} (the only model {base}/v1/models lists)", options.request.model)));
-    }
-
-    // Probe before anything touches the disk: an unreachable server leaves no half-written pass.
-    let facts = probe_server(&http, &base, api_key.as_deref(), &options.request.model, options.engine_version.as_deref()).await?;
-    let (version, version_source) = match (options.preset, &options.engine_version) {
-        (Some(preset), None) => crate::plan::lifecycle::read_version(preset, None, options.engine_path.as_deref(), &http, &base).await,
-        _ => None,
-    }
-    .unwrap_or_else(|| (facts.version.clone(), facts.version_source.clone()));
-    let engine_sha256 = match &options.engine_path {
-        Some(path) => Some(provenance::hash_file(path, &|_| {}).with_context(|| format!("--engine-path {}", path.display()))?),
-        None => None,
+    // The address is checked before anything else is read (the API key's variable).
+    probe::base_url(&options.url)?;
+    let run = PlanRunOptions {
+        out: options.out.clone(),
+        pass_id: options.pass_id.clone(),
+        gap_scale: 1.0,
+        progress: options.progress,
+        hash_cache: options.hash_cache.clone(),
+        api_key_env: options.api_key_env.clone(),
+        resume: None,
     };
-    let build = match &options.weights {
-        Some(path) => hash_build(path, options.hash_cache.as_deref(), options.progress)?,
-        None => BuildInfo::default(),
-    };
-
-    let jobs = cut_jobs(&options.steps, options.request.ignore_eos, &http, &facts.counter).await?;
-    let pass_id = options.pass_id.clone().unwrap_or_else(|| default_pass_id(&started_at, &options.engine));
-    check_pass_id(&pass_id)?;
-    let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
-    // benchpass did not start this server; when it listens on this machine its memory is
-    // sampled all the same.
-    let listener = crate::memory::listener_of(&base);
-    let past_eos = options.preset.map(|p| p.ignore_eos);
-    let asked_past_eos = options.request.ignore_eos || options.steps.iter().any(|s| s.ignore_eos);
-    let ignore_eos_bias = match options.preset {
-        Some(preset) => crate::plan::eos::bias_for(&options.engine, preset.ignore_eos, options.weights.as_deref(), asked_past_eos).unwrap_or_else(|warning| {
-            eprintln!("{}", crate::progress::printable(&warning));
-            None
-        }),
-        None => None,
-    };
-    let cache_flush = match options.preset.and_then(|p| p.cache_flush) {
-        Some(flush) => {
-            let record = crate::plan::lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
-            eprintln!("{}", crate::progress::printable(&crate::plan::lifecycle::flush_note(&record)));
-            Some(record)
-        }
-        None => None,
-    };
-    let engine = EngineInfo {
-        name: options.engine.clone(),
-        version,
-        version_source,
-        sha256: engine_sha256,
-        url: Some(base.clone()),
-        memory_of: listener.as_ref().map(crate::memory::Listener::describe),
-        memory_measure: listener.as_ref().and(crate::platform::MEMORY_MEASURE),
-    };
-    let cells = vec![CellInfo {
-        family: options.family.clone(),
-        lane: options.lane.clone(),
-        build,
-        request_extra: options.preset.and(options.request.extra.clone()),
-        ignore_eos_logit_bias: ignore_eos_bias.clone(),
-        past_eos,
-        cache_flush,
-        ..CellInfo::new("c0", engine, options.request.model.clone())
-    }];
-    let params = RequestParams {
-        model_picked: options.pick_model,
-        request_rate: options.arrivals.map(|a| a.rate),
-        arrival_seed: options.arrivals.map(|a| a.seed),
-        ..request_params(&options.request, options.concurrency, options.steps.clone())
-    };
-    let mut info = new_pass_info(pass_id, started_at, cells, params);
-    let mut writer = PassWriter::create(&dir, &info)?;
-
-    let progress = Progress::new(options.progress, jobs.len() as u64);
-    let sampler = listener.as_ref().map(|l| crate::memory::MemorySampler::start(l.pid));
-    let target = Target {
-        http: &http,
-        url: format!("{base}{}", options.request.api.path()),
-        api_key: api_key.as_deref(),
-        request: &options.request,
-        counter: &facts.counter,
-        cell_id: "c0",
-        concurrency: options.concurrency,
-        memory: sampler.as_deref(),
-        metrics_url: options.preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
-        draft_log: options.preset.and_then(|p| crate::plan::run::draft_log(p, None, listener.is_some())),
-        live: Some(progress.live()),
-        ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
-        send_ignore_eos: past_eos != Some(crate::plan::presets::IgnoreEos::Unsupported),
-        // As in a plan: a preset that turns the prompt cache off (llama.cpp) has it on for agent
-        // sessions, unless the user's --extra sets it.
-        agent_cache_prompt: options.preset.is_some_and(|p| p.request_extra.contains(&("cache_prompt", "false"))) && !user_set_cache_prompt,
-        arrivals: options.arrivals,
-    };
-    let mut summary = new_summary(&dir);
-    // CPU from here on is the measuring itself (not hashing or prompt cutting).
-    let cpu_at_start = provenance::process_cpu_seconds();
-    let mut interrupt = Interrupt::on_ctrl_c();
-    if !run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await? {
-        summary.status = PassStatus::Interrupted;
-    }
-    progress.finish();
-    drop(sampler);
-    finish(&mut info, &writer, &summary, cpu_at_start)?;
-    Ok(summary)
+    crate::plan::run::execute(&options.as_plan(), run).await
 }
 
 /// Final status, finish time and CPU used, written to `pass.json`.
-pub fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, cpu_at_start: Option<f64>) -> anyhow::Result<()> {
+pub(crate) fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, cpu_at_start: Option<f64>) -> anyhow::Result<()> {
     info.status = summary.status;
     info.finished_at = Some(provenance::utc_now_rfc3339());
     info.harness_cpu_seconds = match (cpu_at_start, provenance::process_cpu_seconds()) {
@@ -652,7 +557,7 @@ pub fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, c
     Ok(())
 }
 
-pub fn tally(summary: &mut PassSummary, run: &RunRecord) {
+pub(crate) fn tally(summary: &mut PassSummary, run: &RunRecord) {
     summary.n_runs += 1;
     if run.is_error() {
         summary.n_failed += 1;
@@ -678,7 +583,7 @@ pub fn is_short_stop(run: &RunRecord) -> bool {
         && (run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens))
 }
 
-pub fn default_pass_id(started_at: &str, engine: &str) -> String {
+pub(crate) fn default_pass_id(started_at: &str, engine: &str) -> String {
     // 2026-11-30T09:03:13Z → 20261130-090313
     let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
     let engine: String = engine
@@ -697,22 +602,16 @@ pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The runs of `steps` in order: per step, its warmups then its measured runs, with every
-/// prompt cut before the first request is sent.
-pub async fn cut_jobs(steps: &[Step], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
-    cut_slots(&all_slots(steps), ignore_eos, http, counter).await
-}
-
 /// One planned request: a step's warmup or measured repetition.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Slot {
+pub(crate) struct Slot {
     pub step: Step,
     pub rep: u32,
     pub warmup: bool,
 }
 
 /// Every slot of `steps`: per step, its warmups then its measured runs.
-pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
+pub(crate) fn all_slots(steps: &[Step]) -> Vec<Slot> {
     let mut slots = Vec::new();
     for &step in steps {
         for warmup in [true, false] {
@@ -724,7 +623,7 @@ pub fn all_slots(steps: &[Step]) -> Vec<Slot> {
 }
 
 /// How many runs a slot makes: one, or a session's turns, or a quality round's prompts.
-pub fn runs_in_slot(slot: &Slot) -> u64 {
+pub(crate) fn runs_in_slot(slot: &Slot) -> u64 {
     places_in_slot("", slot).len() as u64
 }
 
@@ -733,7 +632,7 @@ pub fn runs_in_slot(slot: &Slot) -> u64 {
 /// planned job: a resumed pass makes the places it lacks, and a plan's pass is complete when
 /// every place has a run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobPlace {
+pub(crate) struct JobPlace {
     pub cell: String,
     pub workload: Workload,
     pub target: u64,
@@ -809,7 +708,7 @@ impl JobPlace {
 
 /// The places of `slot` in `cell`, without cutting a prompt: one, or a session's turns, or a
 /// quality round's prompts.
-pub fn places_in_slot(cell: &str, slot: &Slot) -> Vec<JobPlace> {
+pub(crate) fn places_in_slot(cell: &str, slot: &Slot) -> Vec<JobPlace> {
     let own = match slot.step.workload {
         Workload::Agent => crate::workloads::agent::jobs(&slot.step, slot.rep, slot.warmup),
         Workload::Quality => crate::workloads::quality::jobs(&slot.step, slot.rep, slot.warmup),
@@ -856,7 +755,7 @@ pub fn superseded(runs: &[RunRecord]) -> Vec<bool> {
 }
 
 /// The jobs of `slots`, in order, with every prompt cut before the first request is sent.
-pub async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
+pub(crate) async fn cut_slots(slots: &[Slot], ignore_eos: bool, http: &reqwest::Client, counter: &TokenCounter) -> anyhow::Result<Vec<Job>> {
     let mut jobs = Vec::new();
     for &Slot { step, rep, warmup } in slots {
         let prompt = match step.workload {

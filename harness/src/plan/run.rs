@@ -1,23 +1,25 @@
-//! `benchpass run PLAN.toml`: the plan cell by cell — stop, clear the KV cache, start fresh,
-//! wait for health, capture version and hashes, run the workloads with their gaps, stop — into
-//! one pass.
+//! The one executor: a pass of cells, each its engine started fresh (or, for a server benchpass
+//! did not start, probed and flushed), its version and hashes captured, its workloads run with
+//! their gaps, stopped — into one pass. A plan file (`benchpass run PLAN.toml`) is such a pass
+//! of many cells; `benchpass run --url` is one of one cell whose engine benchpass does not start
+//! ([`crate::runner::run_pass`] builds it). Resuming an interrupted pass is here too.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::file::{expand_home, find_executable, resolve, EngineSpec, Plan};
+use super::file::{expand_home, find_executable, resolve, EngineSpec, Plan, PlanFile};
 use super::kv_cache;
 use super::lifecycle::{self, Placeholders};
-use super::presets::{self, IgnoreEos};
+use super::presets::{self, IgnoreEos, Preset};
 use crate::client::{Api, RequestConfig};
 use crate::pass::*;
 use crate::progress::{Progress, ProgressMode};
 use crate::provenance;
-use crate::runner::{self, all_slots, places_in_slot, Interrupt, Job, JobPlace, PassSummary, Slot, Target};
+use crate::runner::{self, all_slots, places_in_slot, Arrivals, Interrupt, Job, JobPlace, PassSummary, Slot, Target};
 
 #[derive(Debug, Clone)]
 pub struct PlanRunOptions {
@@ -30,6 +32,210 @@ pub struct PlanRunOptions {
     pub api_key_env: Option<String>,
     /// An interrupted pass of this plan to finish: recorded runs are not repeated.
     pub resume: Option<PathBuf>,
+}
+
+/// What one pass is to run, whether a plan file or `benchpass run --url` described it: its
+/// cells, the steps each runs and in what order, and the request every cell's is made from.
+pub struct PassPlan<'a> {
+    /// Names the pass in its default id: the plan's name, or a `--url` run's engine.
+    pub name: String,
+    pub form: Form,
+    pub cells: Vec<CellPlan>,
+    /// In order, each with the index of the workload it comes from: a gap separates workloads.
+    pub steps: Vec<(usize, Step)>,
+    pub order: Order,
+    /// The request every cell's is made from: the cell gives the model, and its `extra` lies
+    /// under each cell's preset and the cell's own fields.
+    pub request: RequestConfig,
+    /// What `pass.json` records as the request's `extra`: a plan's `[request] extra`, or the
+    /// fields a `--url` run's one cell sends.
+    pub recorded_extra: Option<Value>,
+    /// Streams in flight, unless a step has its own.
+    pub concurrency: u32,
+    /// Requests at Poisson arrivals (`--request-rate`) instead of busy streams.
+    pub arrivals: Option<Arrivals>,
+    /// Seconds between one workload and the next within a cell, and between cells (before the
+    /// gap scale).
+    pub between_workloads_s: f64,
+    pub between_cells_s: f64,
+    /// The plan file and its folder: what a KV-cache clear must never reach besides the
+    /// machine's own folders and the pass's (the plan's folder and above it, its weights and
+    /// executables). `None` for a `--url` run, which starts no engine.
+    pub source: Option<(&'a PlanFile, PathBuf)>,
+}
+
+/// Where a pass came from, for what the tests and the user know it by: the command line's
+/// `--url` or a plan file. Each difference it makes is decided in one place: [`Form::ready_before_the_pass`],
+/// [`Form::announces_cells`], and the dry run's wording ([`dry_run_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `benchpass run --url`: one cell whose engine benchpass does not start.
+    Url,
+    /// A plan file.
+    Plan,
+}
+
+impl Form {
+    /// A `--url` run's one cell is made ready (probed, read, hashed, its prompts cut) before
+    /// anything is written, so that a server that cannot be measured leaves no pass and its
+    /// reason is the command's error. A plan's cells are made ready in their turn, and one that
+    /// cannot be has its runs recorded as failed, with the reason, while the plan goes on.
+    fn ready_before_the_pass(self) -> bool {
+        self == Form::Url
+    }
+
+    /// A plan's progress says which cell's turn begins; a `--url` run has one cell, named on
+    /// the command line.
+    fn announces_cells(self) -> bool {
+        self == Form::Plan
+    }
+}
+
+/// One cell of a pass: an engine and a model, and how benchpass meets the engine.
+pub struct CellPlan {
+    pub id: String,
+    pub engine: String,
+    /// How the dry run and the progress name the model: the plan's name for it, or a `--url`
+    /// run's model.
+    pub model_named: String,
+    /// The id requests ask for; `None`: the one model the server lists, picked when the cell
+    /// runs (and recorded as picked).
+    pub model: Option<String>,
+    pub family: Option<String>,
+    pub lane: String,
+    /// What benchpass knows of the engine (version, metrics, way past EOS, request fields,
+    /// cache flush); `None` for a plain OpenAI-compatible server (`--url` without `--preset`).
+    pub preset: Option<&'static Preset>,
+    /// The server's address as given (its placeholders filled).
+    pub url: String,
+    /// The lifecycle step: how benchpass starts the engine fresh. `None` for a server benchpass
+    /// did not start, which it never clears or stops (its prefix cache is flushed, where the
+    /// preset says how).
+    pub start: Option<Start>,
+    /// The version the user gave (`--engine-version`): recorded as said, nothing read.
+    pub version: Option<String>,
+    /// The plan's command for the version (over the preset's way).
+    pub version_command: Option<Vec<String>>,
+    /// The engine's executable, hashed and handed to the preset's version command.
+    pub executable: Option<PathBuf>,
+    /// How a failure to hash the executable names it: `--engine-path`, or `hashing`.
+    pub executable_named: &'static str,
+    pub weights: Option<PathBuf>,
+    /// Request fields over the preset's: the plan's engine `extra`, or `--extra`.
+    pub extra: serde_json::Map<String, Value>,
+}
+
+/// How benchpass starts an engine.
+pub struct Start {
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub stop: Option<Vec<String>>,
+    pub health_path: String,
+    pub health_timeout_s: f64,
+    /// KV-cache folders emptied before it starts, as the dry run names them and as cleared.
+    pub kv_caches_named: Vec<String>,
+    pub kv_caches: Vec<PathBuf>,
+}
+
+impl<'a> PassPlan<'a> {
+    /// The pass a plan file describes.
+    pub fn of_plan(plan: &'a Plan) -> PassPlan<'a> {
+        let request = &plan.file.request;
+        let plan_dir = plan.path.parent().map(PathBuf::from).unwrap_or_default();
+        let base_request = RequestConfig {
+            api: if request.api.get_ref() == "completions" { Api::Completions } else { Api::Chat },
+            model: String::new(),
+            temperature: request.temperature,
+            seed: None,
+            ignore_eos: false,
+            min_tokens: None,
+            extra: (!request.extra.is_empty()).then(|| Value::Object(to_json(&request.extra))),
+            first_token_timeout: Duration::from_secs_f64(request.first_token_timeout_s),
+            idle_timeout: Duration::from_secs_f64(request.idle_timeout_s),
+        };
+        let cells = plan.file.cells.iter().enumerate().map(|(i, c)| cell_of_plan(plan, &plan_dir, i, c.engine.get_ref(), c.model.get_ref())).collect();
+        PassPlan {
+            name: plan.file.name.clone().unwrap_or_else(|| {
+                plan.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plan".to_owned())
+            }),
+            form: Form::Plan,
+            cells,
+            steps: plan.steps.clone(),
+            order: plan.order,
+            recorded_extra: base_request.extra.clone(),
+            request: base_request,
+            concurrency: request.concurrency,
+            arrivals: None,
+            between_workloads_s: plan.file.gaps.between_workloads_s,
+            between_cells_s: plan.file.gaps.between_cells_s,
+            source: Some((&plan.file, plan_dir)),
+        }
+    }
+}
+
+/// Cell `i` of a plan: its engine `engine_name` with its model `model_name`.
+fn cell_of_plan(plan: &Plan, plan_dir: &std::path::Path, i: usize, engine_name: &str, model_name: &str) -> CellPlan {
+    let spec = plan.engine(engine_name);
+    let preset = preset_of(spec);
+    let model = plan.model(model_name);
+    let model_id = model.id.clone().unwrap_or_else(|| model.name.get_ref().clone());
+    let weights = model.weights.as_ref().map(|w| resolve(plan_dir, w.get_ref()));
+    let fill = Placeholders { port: spec.port, model: model_id.clone(), weights: weights.clone() };
+    let url = match (&spec.url, spec.port) {
+        (Some(url), _) => fill.fill(url),
+        (None, Some(port)) => format!("http://127.0.0.1:{port}"),
+        (None, None) => unreachable!("checked: an engine has a url or a port"),
+    };
+    let start = spec.start.as_ref().map(|start| Start {
+        argv: fill.fill_argv(start.get_ref()),
+        env: spec.env.clone(),
+        stop: spec.stop.as_ref().map(|argv| fill.fill_argv(argv)),
+        health_path: spec.health_path.clone().unwrap_or_else(|| preset.health_path.to_owned()),
+        health_timeout_s: spec.health_timeout_s,
+        // The plan's folder, else every folder the preset knows (an engine that moved its
+        // cache may still load the old one).
+        kv_caches_named: match &spec.kv_cache_dir {
+            Some(dir) => vec![dir.get_ref().clone()],
+            None => preset.kv_cache_dirs.iter().map(|d| (*d).to_owned()).collect(),
+        },
+        kv_caches: match &spec.kv_cache_dir {
+            Some(dir) => vec![resolve(plan_dir, dir.get_ref())],
+            None => preset.kv_cache_dirs.iter().map(|d| expand_home(d)).collect(),
+        },
+    });
+    CellPlan {
+        id: format!("c{i}"),
+        engine: engine_name.to_owned(),
+        model_named: model_name.to_owned(),
+        family: model.family.clone(),
+        lane: model.lane.clone(),
+        preset: Some(preset),
+        url,
+        version: None,
+        // The plan's command, else the preset's way, else what the generic probe finds.
+        version_command: spec.version_command.as_ref().map(|argv| fill.fill_argv(argv)),
+        executable: spec
+            .executable
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .or_else(|| spec.start.as_ref().and_then(|s| s.get_ref().first().map(|p| fill.fill(p))))
+            .and_then(|p| find_executable(&p)),
+        executable_named: "hashing",
+        weights,
+        extra: to_json(&spec.extra),
+        model: Some(model_id),
+        start,
+    }
+}
+
+/// The fields a cell's requests carry beyond benchpass's own: `under` (a plan's `[request]
+/// extra`), then the preset's, then `over` (the engine's `extra`, or `--extra`), each over the
+/// ones before; `None` when there are none.
+pub(crate) fn request_extra(under: Option<&Value>, preset: Option<&Preset>, over: &serde_json::Map<String, Value>) -> Option<Value> {
+    let mut extra = under.and_then(Value::as_object).cloned().unwrap_or_default();
+    extra.extend(preset.map(Preset::request_fields).unwrap_or_default());
+    extra.extend(over.clone());
+    (!extra.is_empty()).then_some(Value::Object(extra))
 }
 
 /// A slot of a cell: (cell, workload, target, repetition, warmup).
@@ -131,16 +337,6 @@ fn not_complete(missing: &[&JobPlace], planned: usize, dir: &std::path::Path) ->
     )
 }
 
-/// Each cell of the plan, in order: (cell id, engine, model).
-fn cells(plan: &Plan) -> Vec<(String, &str, &str)> {
-    plan.file
-        .cells
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("c{i}"), c.engine.get_ref().as_str(), c.model.get_ref().as_str()))
-        .collect()
-}
-
 /// One turn of a cell: its engine started fresh, the slots run in order, stopped. A
 /// sequential plan gives each cell one visit with every slot; an interleaved one gives each
 /// cell one visit per round, round k holding repetition k of every step (and its warmups).
@@ -158,20 +354,21 @@ struct Part {
     slots: Vec<Slot>,
 }
 
-fn schedule(plan: &Plan, n_cells: usize) -> Vec<Visit> {
-    match plan.order {
+fn schedule(pass: &PassPlan<'_>) -> Vec<Visit> {
+    let n_cells = pass.cells.len();
+    match pass.order {
         Order::Sequential => (0..n_cells)
             .map(|cell| Visit {
                 cell,
-                parts: plan.steps.iter().map(|&(w, step)| Part { workload_index: w, step, slots: all_slots(&[step]) }).collect(),
+                parts: pass.steps.iter().map(|&(w, step)| Part { workload_index: w, step, slots: all_slots(&[step]) }).collect(),
             })
             .collect(),
         Order::Interleaved => {
-            let rounds = plan.steps.iter().map(|(_, s)| s.runs).max().unwrap_or(0);
+            let rounds = pass.steps.iter().map(|(_, s)| s.runs).max().unwrap_or(0);
             let mut visits = Vec::new();
             for round in 0..rounds {
                 for cell in 0..n_cells {
-                    let parts = plan
+                    let parts = pass
                         .steps
                         .iter()
                         .filter(|(_, s)| s.runs > round)
@@ -195,43 +392,53 @@ fn is_soak(part: &Part) -> bool {
     part.step.workload == Workload::Soak
 }
 
-/// The schedule and what it costs in waiting, without running anything.
+/// A plan's schedule and what it costs in waiting, without running anything.
 pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
+    dry_run_of(&PassPlan::of_plan(plan), gap_scale)
+}
+
+/// What `pass` would do, without touching a server or the disk: each cell's turn (its engine
+/// started, or its server's cache flushed), each step's runs, and what it all costs. A
+/// `--url` run's wording is its own (the URL, the streams and sessions of each step, the
+/// decode time at its concurrency); a plan's names its gaps, soaks and whole duration.
+pub fn dry_run_of(pass: &PassPlan<'_>, gap_scale: f64) -> String {
     let mut out = String::new();
-    let gaps = &plan.file.gaps;
     let mut waiting = 0.0;
     let mut soaking = 0.0;
     let mut runs = 0;
     let mut tokens = 0;
-    let cells = cells(plan);
-    if plan.order == Order::Interleaved {
+    if pass.order == Order::Interleaved {
         out.push_str("order: interleaved (round k runs repetition k of every cell, each engine started fresh and warmed up for its turn)\n");
     }
-    for (n, visit) in schedule(plan, cells.len()).iter().enumerate() {
-        let (id, engine, model) = &cells[visit.cell];
+    for (n, visit) in schedule(pass).iter().enumerate() {
+        let cell = &pass.cells[visit.cell];
         if n > 0 {
-            let gap = gaps.between_cells_s * gap_scale;
+            let gap = pass.between_cells_s * gap_scale;
             waiting += gap;
             out.push_str(&format!("  wait {gap:.0} s between cells\n"));
         }
-        let spec = plan.engine(engine);
-        out.push_str(&format!("{id}: {engine} × {model}\n"));
-        if spec.start.is_some() {
-            let caches: Vec<String> = match &spec.kv_cache_dir {
-                Some(dir) => vec![dir.get_ref().clone()],
-                None => preset_of(spec).kv_cache_dirs.iter().map(|d| (*d).to_owned()).collect(),
-            };
-            for cache in caches {
-                out.push_str(&format!("  clear KV cache {cache}\n"));
+        let at = match pass.form {
+            Form::Url => format!(" at {}", cell.url),
+            Form::Plan => String::new(),
+        };
+        out.push_str(&format!("{}: {} × {}{at}\n", cell.id, cell.engine, cell.model_named));
+        match &cell.start {
+            Some(start) => {
+                for cache in &start.kv_caches_named {
+                    out.push_str(&format!("  clear KV cache {cache}\n"));
+                }
+                out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", start.health_timeout_s));
             }
-            out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", spec.health_timeout_s));
-        } else if let Some(line) = preset_of(spec).dry_run_flush() {
-            out.push_str(&line);
+            None => {
+                if let Some(line) = cell.preset.and_then(Preset::dry_run_flush) {
+                    out.push_str(&line);
+                }
+            }
         }
         let mut last_workload = None;
         for part in &visit.parts {
             if last_workload.is_some_and(|l| l != part.workload_index) {
-                let gap = gaps.between_workloads_s * gap_scale;
+                let gap = pass.between_workloads_s * gap_scale;
                 waiting += gap;
                 out.push_str(&format!("  wait {gap:.0} s between workloads\n"));
             }
@@ -242,31 +449,48 @@ pub fn dry_run(plan: &Plan, gap_scale: f64) -> String {
                 w => w.as_str().to_owned(),
             };
             let (warmups, measured) = (part.slots.iter().filter(|s| s.warmup).count(), part.slots.iter().filter(|s| !s.warmup).count());
-            let reps = match (plan.order, is_soak(part)) {
-                (_, true) => format!("runs back to back for {}", duration(step.duration_s.unwrap_or(0) as f64)),
-                (Order::Interleaved, false) => format!("rep {}", part.slots.last().map_or(0, |s| s.rep)),
-                (Order::Sequential, false) => format!("{measured} runs"),
+            // Agent runs are sessions of many turns and quality runs rounds of many prompts: a
+            // `--url` run counts them so (their requests are known once their prompts are read).
+            let unit = match step.workload {
+                Workload::Agent => "sessions",
+                Workload::Quality => "rounds",
+                _ => "runs",
+            };
+            let (streams, reps) = match (pass.form, pass.order, is_soak(part)) {
+                (Form::Url, _, _) => (step.concurrency.map_or(String::new(), |n| format!(" at {n} streams")), format!("{measured} {unit}")),
+                (Form::Plan, _, true) => (String::new(), format!("runs back to back for {}", duration(step.duration_s.unwrap_or(0) as f64))),
+                (Form::Plan, Order::Interleaved, false) => (String::new(), format!("rep {}", part.slots.last().map_or(0, |s| s.rep))),
+                (Form::Plan, Order::Sequential, false) => (String::new(), format!("{measured} runs")),
             };
             // Planned as possibly short: the engine cannot be held to the cap.
-            let may_stop_short = preset_of(spec).dry_run_stop_short(step.ignore_eos);
-            out.push_str(&format!("  {what}: {warmups} warmup + {reps} × {} tokens{may_stop_short}\n", step.max_tokens));
+            let may_stop_short = cell.preset.map(|p| p.dry_run_stop_short(step.ignore_eos || pass.request.ignore_eos)).unwrap_or_default();
+            out.push_str(&format!("  {what}{streams}: {warmups} warmup + {reps} × {} tokens{may_stop_short}\n", step.max_tokens));
             let part_runs: u64 = part.slots.iter().map(runner::runs_in_slot).sum();
             runs += part_runs;
             tokens += part_runs * step.max_tokens;
             soaking += step.duration_s.unwrap_or(0) as f64;
         }
-        if spec.start.is_some() {
+        if cell.start.is_some() {
             out.push_str("  stop\n");
         }
     }
     // Decode time depends on the engine; 30 tok/s is a slow laptop's, so the estimate is high.
     let decode = tokens as f64 / 30.0;
-    let soak = if soaking > 0.0 { format!(" + {soaking:.0} s of soak") } else { String::new() };
-    out.push_str(&format!(
-        "\n{} cells, {runs} runs, {tokens} tokens: {waiting:.0} s of gaps{soak} + about {decode:.0} s of decoding at 30 tok/s ≈ {}\n",
-        cells.len(),
-        duration(waiting + soaking + decode)
-    ));
+    match pass.form {
+        Form::Url => out.push_str(&format!(
+            "\n{runs} runs, {tokens} tokens at concurrency {}: about {:.0} s of decoding at 30 tok/s a stream\n",
+            pass.concurrency,
+            decode / f64::from(pass.concurrency.max(1))
+        )),
+        Form::Plan => {
+            let soak = if soaking > 0.0 { format!(" + {soaking:.0} s of soak") } else { String::new() };
+            out.push_str(&format!(
+                "\n{} cells, {runs} runs, {tokens} tokens: {waiting:.0} s of gaps{soak} + about {decode:.0} s of decoding at 30 tok/s ≈ {}\n",
+                pass.cells.len(),
+                duration(waiting + soaking + decode)
+            ));
+        }
+    }
     out
 }
 
@@ -298,83 +522,234 @@ fn to_json(table: &toml::Table) -> serde_json::Map<String, Value> {
 }
 
 pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<PassSummary> {
-    let started_at = provenance::utc_now_rfc3339();
-    let request = &plan.file.request;
-    let api_key = runner::api_key(options.api_key_env.as_deref())?;
-    let most_streams = plan.steps.iter().filter_map(|(_, s)| s.concurrency).fold(request.concurrency, u32::max);
-    let http = runner::http_client(most_streams)?;
-    let plan_dir = plan.path.parent().map(PathBuf::from).unwrap_or_default();
-    let steps: Vec<Step> = plan.steps.iter().map(|(_, s)| *s).collect();
-    let base_request = RequestConfig {
-        api: if request.api.get_ref() == "completions" { Api::Completions } else { Api::Chat },
-        model: String::new(),
-        temperature: request.temperature,
-        seed: None,
-        ignore_eos: false,
-        min_tokens: None,
-        extra: (!request.extra.is_empty()).then(|| Value::Object(to_json(&request.extra))),
-        first_token_timeout: Duration::from_secs_f64(request.first_token_timeout_s),
-        idle_timeout: Duration::from_secs_f64(request.idle_timeout_s),
-    };
+    execute(&PassPlan::of_plan(plan), options).await
+}
 
-    let name = plan.file.name.clone().unwrap_or_else(|| {
-        plan.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plan".to_owned())
-    });
-    let pass_id = options.pass_id.clone().unwrap_or_else(|| runner::default_pass_id(&started_at, &name));
-    runner::check_pass_id(&pass_id)?;
-    let cell_list = cells(plan);
-    let (dir, mut info, mut writer, recorded, soaks) = match &options.resume {
+/// A cell whose server answers, and what was learned and recorded of it before its runs.
+struct Ready {
+    base: String,
+    model: String,
+    facts: runner::ServerFacts,
+    engine: EngineInfo,
+    build: Option<BuildInfo>,
+    /// The process listening at the cell's URL, for a server benchpass did not start on this machine.
+    listener: Option<crate::memory::Listener>,
+    /// The cell's request fields (under, preset, over), as its requests carry them.
+    extra: Option<Value>,
+    ignore_eos_bias: Option<Value>,
+    cache_flush: Option<CacheFlushRecord>,
+}
+
+/// Why a cell could not be made ready: its planned runs are recorded as failed with `class`
+/// (or, for a pass made ready before it begins, the pass is not made).
+struct NotReady {
+    class: &'static str,
+    error: anyhow::Error,
+}
+
+/// What every cell's turn shares.
+struct Shared<'a> {
+    pass: &'a PassPlan<'a>,
+    http: reqwest::Client,
+    api_key: Option<String>,
+    options: &'a PlanRunOptions,
+}
+
+impl Shared<'_> {
+    /// Probes the cell's server, reads its version, hashes its executable and weights, and
+    /// works out its request fields and EOS bias: what the cell's record holds before its
+    /// first run, but for the cache flush ([`Shared::flush`]). `started`: benchpass started the engine. Lines about
+    /// what it did go to `say`. An error out of it is one the pass cannot go on from (a file
+    /// that cannot be hashed); a server that does not answer is `NotReady`.
+    async fn make_ready(&self, cell: &CellPlan, base: String, started: bool, say: &dyn Fn(&str)) -> anyhow::Result<Result<Ready, NotReady>> {
+        let (http, api_key) = (&self.http, self.api_key.as_deref());
+        let model = match &cell.model {
+            Some(model) => model.clone(),
+            None => match runner::pick_model(http, &base, api_key).await {
+                Ok(model) => {
+                    say(&format!("model: {model} (the only model {base}/v1/models lists)"));
+                    model
+                }
+                Err(error) => return Ok(Err(NotReady { class: "connect", error })),
+            },
+        };
+        let facts = match runner::probe_server(http, &base, api_key, &model, cell.version.as_deref()).await {
+            Ok(facts) => facts,
+            Err(error) => return Ok(Err(NotReady { class: "connect", error })),
+        };
+        let read = match (cell.preset, &cell.version) {
+            (Some(preset), None) => lifecycle::read_version(preset, cell.version_command.clone(), cell.executable.as_deref(), http, &base).await,
+            _ => None,
+        };
+        let (version, version_source) = read.unwrap_or_else(|| (facts.version.clone(), facts.version_source.clone()));
+        // A server benchpass did not start is sampled too, when it listens on this machine.
+        let listener = if started { None } else { crate::memory::listener_of(&base) };
+        let engine = EngineInfo {
+            name: cell.engine.clone(),
+            version,
+            version_source,
+            sha256: match &cell.executable {
+                Some(exe) => Some(provenance::hash_file(exe, &|_| {}).with_context(|| format!("{} {}", cell.executable_named, exe.display()))?),
+                None => None,
+            },
+            url: Some(base.clone()),
+            memory_of: listener.as_ref().map(crate::memory::Listener::describe),
+            memory_measure: (started || listener.is_some()).then_some(crate::platform::MEMORY_MEASURE).flatten(),
+        };
+        let build = match &cell.weights {
+            Some(weights) => Some(runner::hash_build(weights, self.options.hash_cache.as_deref(), self.options.progress)?),
+            None => None,
+        };
+        let extra = request_extra(self.pass.request.extra.as_ref(), cell.preset, &cell.extra);
+        let asked_past_eos = self.pass.request.ignore_eos || self.pass.steps.iter().any(|(_, s)| s.ignore_eos);
+        let ignore_eos_bias = match cell.preset {
+            Some(preset) => super::eos::bias_for(&cell.engine, preset.ignore_eos, cell.weights.as_deref(), asked_past_eos).unwrap_or_else(|warning| {
+                say(&warning);
+                None
+            }),
+            None => None,
+        };
+        Ok(Ok(Ready { base, model, facts, engine, build, listener, extra, ignore_eos_bias, cache_flush: None }))
+    }
+
+    /// Empties the prefix cache of a server benchpass did not start, where its preset says how:
+    /// the last thing before the cell's runs, so that nothing the pass sends fills it again
+    /// before they start.
+    async fn flush(&self, cell: &CellPlan, ready: &mut Ready, started: bool, say: &dyn Fn(&str)) {
+        if let Some(flush) = cell.preset.and_then(|p| p.cache_flush).filter(|_| !started) {
+            let record = lifecycle::flush_cache(&self.http, &ready.base, self.api_key.as_deref(), flush).await;
+            say(&lifecycle::flush_note(&record));
+            ready.cache_flush = Some(record);
+        }
+    }
+
+    /// Writes what `ready` learned of `cell` into its record.
+    fn record(&self, info: &mut PassInfo, cell: &CellPlan, ready: &Ready) {
+        let record = info.cells.iter_mut().find(|c| c.id == cell.id).expect("every cell is recorded");
+        if cell.model.is_none() {
+            record.model = ready.model.clone();
+        }
+        record.engine = ready.engine.clone();
+        if let Some(build) = &ready.build {
+            record.build = build.clone();
+        }
+        record.cache_flush = ready.cache_flush.clone();
+        // A plain server's fields are the request's, recorded there.
+        record.request_extra = cell.preset.and(ready.extra.clone());
+        record.ignore_eos_logit_bias = ready.ignore_eos_bias.clone();
+        record.past_eos = cell.preset.map(|p| p.ignore_eos);
+    }
+
+    /// Starts `cell`'s engine fresh: an orphan of a killed pass stopped, anything else on its
+    /// port refused, its KV caches cleared, then started and waited on until healthy.
+    async fn start_engine(base: &str, start: &Start, log: &std::path::Path, protected: &kv_cache::Protected, progress: &Progress) -> anyhow::Result<lifecycle::Engine> {
+        let health = format!("{base}{}", start.health_path);
+        lifecycle::make_way(log, &health).await?;
+        for cache in &start.kv_caches {
+            let cleared = kv_cache::clear(cache, protected)?;
+            let line = format!("cleared the KV cache {}: {cleared}", cache.display());
+            lifecycle::log_line(log, &line)?;
+            progress.note(&format!("  {line}"));
+        }
+        lifecycle::start(&start.argv, &start.env, log, &health, Duration::from_secs_f64(start.health_timeout_s), start.stop.clone()).await
+    }
+
+    /// The jobs of the places `owed` in `cell`, their prompts cut.
+    async fn cut(&self, cell: &str, owed: &[&Owed], counter: &crate::probe::TokenCounter) -> anyhow::Result<Vec<Job>> {
+        let slots: Vec<Slot> = owed.iter().map(|o| o.slot).collect();
+        let jobs = runner::cut_slots(&slots, self.pass.request.ignore_eos, &self.http, counter).await?;
+        Ok(owed_jobs(cell, jobs, owed))
+    }
+}
+
+/// Runs `pass`: each cell in its turns (its engine started fresh, or its server probed and
+/// flushed), its steps with their gaps, every run appended as it ends; the pass of
+/// `options.resume` finished instead of a new one, where given.
+pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Result<PassSummary> {
+    let started_at = provenance::utc_now_rfc3339();
+    let api_key = runner::api_key(options.api_key_env.as_deref())?;
+    let most_streams = pass.steps.iter().filter_map(|(_, s)| s.concurrency).fold(pass.concurrency, u32::max);
+    let shared = Shared { pass, http: runner::http_client(most_streams)?, api_key, options: &options };
+    let steps: Vec<Step> = pass.steps.iter().map(|(_, s)| *s).collect();
+    let visits = schedule(pass);
+    anyhow::ensure!(
+        !pass.form.ready_before_the_pass() || (visits.len() == 1 && pass.cells.iter().all(|c| c.start.is_none()) && options.resume.is_none()),
+        "a pass made ready before it begins has one cell, started by no one, and is not resumed"
+    );
+
+    // What each slot of each visit still owes, in the schedule's order: everything, or what a
+    // resumed pass lacks.
+    let (resumed, recorded, soaks) = match &options.resume {
         Some(dir) => {
-            let pass = read_pass(dir)?;
-            let planned: Vec<Step> = steps.clone();
-            let recorded = pass.info.request.as_ref().map(|r| r.steps.clone()).unwrap_or_default();
-            let recorded_order = pass.info.request.as_ref().map(|r| r.order).unwrap_or_default();
-            let same_cells = pass.info.cells.len() == cell_list.len()
-                && pass.info.cells.iter().zip(&cell_list).all(|(c, (id, engine, _))| c.id == *id && c.engine.name == *engine);
-            anyhow::ensure!(
-                recorded == planned && same_cells && recorded_order == plan.order,
-                "{} was not made from this plan (its cells, steps or order differ); resume it with the plan that made it",
-                dir.display()
-            );
-            if let Some(torn) = &pass.torn_tail {
-                eprintln!("note: line {} of runs.jsonl was cut short by the interruption; that run is made again", torn.line);
-            }
-            let recorded = Recorded::of(&pass.runs).with_context(|| format!("resuming {}", dir.display()))?;
-            let soaks = soaks_so_far(&pass.runs);
-            let mut info = pass.info;
+            let (info, recorded, soaks) = read_resumed(pass, dir)?;
+            (Some(info), recorded, soaks)
+        }
+        None => (None, Recorded::default(), HashMap::new()),
+    };
+    let owed: Vec<Vec<Vec<Owed>>> = visits
+        .iter()
+        .map(|v| v.parts.iter().map(|p| p.slots.iter().map(|&s| recorded.owed(&pass.cells[v.cell].id, s)).collect()).collect())
+        .collect();
+
+    // Before anything is written: the first cell, its prompts cut, where the pass is made so.
+    let mut ready_first = None;
+    if pass.form.ready_before_the_pass() {
+        let cell = &pass.cells[visits[0].cell];
+        let say = |line: &str| eprintln!("{}", crate::progress::printable(line));
+        let base = crate::probe::base_url(&cell.url)?;
+        let mut ready = shared.make_ready(cell, base, false, &say).await?.map_err(|not| not.error)?;
+        let mut cut = Vec::new();
+        for part_owed in &owed[0] {
+            let owed_here: Vec<&Owed> = part_owed.iter().filter(|o| !o.places.is_empty()).collect();
+            cut.push(shared.cut(&cell.id, &owed_here, &ready.facts.counter).await?);
+        }
+        shared.flush(cell, &mut ready, false, &say).await;
+        ready_first = Some((ready, cut));
+    }
+
+    let pass_id = options.pass_id.clone().unwrap_or_else(|| runner::default_pass_id(&started_at, &pass.name));
+    runner::check_pass_id(&pass_id)?;
+    let (dir, mut info, mut writer) = match (&options.resume, resumed) {
+        (Some(dir), Some(mut info)) => {
             info.status = PassStatus::Running;
             info.finished_at = None;
             let writer = PassWriter::reopen(dir)?;
             writer.update_info(&info)?;
-            (dir.clone(), info, writer, recorded, soaks)
+            (dir.clone(), info, writer)
         }
-        None => {
+        _ => {
             let dir = options.out.clone().unwrap_or_else(|| PathBuf::from("data/passes").join(&pass_id));
-            let cells = cell_list
-                    .iter()
-                    .map(|(id, engine, model)| {
-                        let m = plan.model(model);
-                        let model_id = m.id.clone().unwrap_or_else(|| m.name.get_ref().clone());
-                        CellInfo { family: m.family.clone(), lane: m.lane.clone(), ..CellInfo::new(id.clone(), EngineInfo::named(*engine), model_id) }
-                    })
-                    .collect();
-            let params = RequestParams { order: plan.order, ..runner::request_params(&base_request, request.concurrency, steps.clone()) };
-            let info = runner::new_pass_info(pass_id, started_at, cells, params);
+            let cells = pass
+                .cells
+                .iter()
+                .map(|c| CellInfo {
+                    family: c.family.clone(),
+                    lane: c.lane.clone(),
+                    ..CellInfo::new(c.id.clone(), EngineInfo::named(c.engine.clone()), c.model.clone().unwrap_or_default())
+                })
+                .collect();
+            let params = RequestParams {
+                order: pass.order,
+                extra: pass.recorded_extra.clone(),
+                model_picked: pass.cells.iter().any(|c| c.model.is_none()),
+                request_rate: pass.arrivals.map(|a| a.rate),
+                arrival_seed: pass.arrivals.map(|a| a.seed),
+                ..runner::request_params(&pass.request, pass.concurrency, steps.clone())
+            };
+            let mut info = runner::new_pass_info(pass_id, started_at, cells, params);
+            if let Some((ready, _)) = &ready_first {
+                shared.record(&mut info, &pass.cells[visits[0].cell], ready);
+            }
             let writer = PassWriter::create(&dir, &info)?;
-            (dir, info, writer, Recorded::default(), HashMap::new())
+            (dir, info, writer)
         }
     };
     // What a KV-cache clear must never reach, besides the home and working folders ("whole":
     // the pass folder, everything above it, so the folder holding the passes, and inside it;
     // the plan's weights and engine executables).
-    let protected =
-        kv_cache::Protected::machine().with_above(&plan_dir, "the plan's folder").with_whole(&dir, "this pass's folder").with_plan(&plan.file, &plan_dir);
-    let visits = schedule(plan, cell_list.len());
-    // What each slot of each visit still owes, in the schedule's order.
-    let owed: Vec<Vec<Vec<Owed>>> = visits
-        .iter()
-        .map(|v| v.parts.iter().map(|p| p.slots.iter().map(|&s| recorded.owed(&cell_list[v.cell].0, s)).collect()).collect())
-        .collect();
+    let protected = pass.source.as_ref().map(|(file, plan_dir)| {
+        kv_cache::Protected::machine().with_above(plan_dir, "the plan's folder").with_whole(&dir, "this pass's folder").with_plan(file, plan_dir)
+    });
     for o in owed.iter().flatten().flatten() {
         if let Some(n_done) = o.cut_short_at {
             let warmup = if o.slot.warmup { "warmup " } else { "" };
@@ -391,11 +766,14 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     let progress = Progress::new(options.progress, total_runs);
     let mut summary = runner::new_summary(&dir);
     let mut interrupt = Interrupt::on_ctrl_c();
+    // CPU from here on is the measuring itself (and, for a plan, each cell's start, hashing and
+    // prompt cutting in its turn).
     let cpu_at_start = provenance::process_cpu_seconds();
 
     let mut n_started = 0;
     'visits: for (visit, visit_owed) in visits.iter().zip(&owed) {
-        let (cell_id, engine_name, model_name) = &cell_list[visit.cell];
+        let cell = &pass.cells[visit.cell];
+        let cell_id = &cell.id;
         let soak_left = |part: &Part| is_soak(part) && soaks.get(cell_id).is_none_or(|s| s.soaked_ms < part.step.duration_s.unwrap_or(0) * 1000);
         let todo = visit_owed.iter().flatten().any(|o| !o.places.is_empty()) || visit.parts.iter().any(soak_left);
         if !todo {
@@ -406,7 +784,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             info.cells.iter_mut().filter(|c| c.id == *cell_id).for_each(|c| c.restarted_on_resume = true);
         }
         n_started += 1;
-        if n_started > 1 && !gap(plan.file.gaps.between_cells_s * options.gap_scale, &mut interrupt).await {
+        if n_started > 1 && !gap(pass.between_cells_s * options.gap_scale, &mut interrupt).await {
             summary.status = PassStatus::Interrupted;
             break;
         }
@@ -422,43 +800,17 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             let owed: Vec<&Owed> = visit_owed.iter().flatten().chain(&soaks_left).collect();
             record_not_run(writer, &progress, summary, &owed, class, message)
         };
-        let spec = plan.engine(engine_name);
-        let preset = preset_of(spec);
-        let model = plan.model(model_name);
-        let model_id = model.id.clone().unwrap_or_else(|| model.name.get_ref().clone());
-        let weights = model.weights.as_ref().map(|w| resolve(&plan_dir, w.get_ref()));
-        let fill = Placeholders { port: spec.port, model: model_id.clone(), weights: weights.clone() };
-        let base = match (&spec.url, spec.port) {
-            (Some(url), _) => crate::probe::base_url(&fill.fill(url))?,
-            (None, Some(port)) => format!("http://127.0.0.1:{port}"),
-            (None, None) => unreachable!("checked: an engine has a url or a port"),
-        };
-        let log = dir.join("logs").join(format!("{cell_id}-{engine_name}.log"));
-        progress.note(&format!("{cell_id}: {engine_name} × {model_name}"));
+        let base = crate::probe::base_url(&cell.url)?;
+        let log = dir.join("logs").join(format!("{cell_id}-{}.log", cell.engine));
+        if pass.form.announces_cells() {
+            progress.note(&format!("{cell_id}: {} × {}", cell.engine, cell.model_named));
+        }
 
+        // The lifecycle step: a cell whose engine benchpass starts has it started fresh.
         let mut engine = None;
-        if let Some(start) = &spec.start {
-            let argv = fill.fill_argv(start.get_ref());
-            let health = format!("{base}{}", spec.health_path.as_deref().unwrap_or(preset.health_path));
-            // The plan's folder, else every folder the preset knows (an engine that moved its
-            // cache may still load the old one).
-            let caches: Vec<PathBuf> = match &spec.kv_cache_dir {
-                Some(dir) => vec![resolve(&plan_dir, dir.get_ref())],
-                None => preset.kv_cache_dirs.iter().map(|d| expand_home(d)).collect(),
-            };
-            let started = async {
-                lifecycle::make_way(&log, &health).await?;
-                for cache in &caches {
-                    let cleared = kv_cache::clear(cache, &protected)?;
-                    let line = format!("cleared the KV cache {}: {cleared}", cache.display());
-                    lifecycle::log_line(&log, &line)?;
-                    progress.note(&format!("  {line}"));
-                }
-                let stop = spec.stop.as_ref().map(|argv| fill.fill_argv(argv));
-                lifecycle::start(&argv, &spec.env, &log, &health, Duration::from_secs_f64(spec.health_timeout_s), stop).await
-            }
-            .await;
-            match started {
+        if let Some(start) = &cell.start {
+            let protected = protected.as_ref().expect("an engine benchpass starts comes from a plan");
+            match Shared::start_engine(&base, start, &log, protected, &progress).await {
                 Ok(e) => engine = Some(e),
                 Err(e) => {
                     // Nothing is dropped: every planned run of the turn is recorded as failed.
@@ -468,98 +820,59 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             }
         }
 
-        let facts = match runner::probe_server(&http, &base, api_key.as_deref(), &model_id, None).await {
-            Ok(facts) => facts,
-            Err(e) => {
-                not_run(&mut writer, &mut summary, "connect", &format!("{e:#}"))?;
-                if let Some(mut e) = engine {
-                    e.stop().await;
+        let (ready, mut cut) = match ready_first.take() {
+            Some((ready, cut)) => (ready, Some(cut.into_iter())),
+            None => {
+                let say = |line: &str| progress.note(&format!("  {line}"));
+                match shared.make_ready(cell, base, engine.is_some(), &say).await? {
+                    Ok(mut ready) => {
+                        shared.flush(cell, &mut ready, engine.is_some(), &say).await;
+                        (ready, None)
+                    }
+                    Err(not) => {
+                        not_run(&mut writer, &mut summary, not.class, &format!("{:#}", not.error))?;
+                        if let Some(mut e) = engine {
+                            e.stop().await;
+                        }
+                        continue 'visits;
+                    }
                 }
-                continue 'visits;
             }
         };
-        let executable = spec
-            .executable
-            .as_ref()
-            .map(|e| e.get_ref().clone())
-            .or_else(|| spec.start.as_ref().and_then(|s| s.get_ref().first().map(|p| fill.fill(p))))
-            .and_then(|p| find_executable(&p));
-        // The plan's command, else the preset's way, else what the generic probe found.
-        let command = spec.version_command.as_ref().map(|argv| fill.fill_argv(argv));
-        let (version, version_source) = match lifecycle::read_version(preset, command, executable.as_deref(), &http, &base).await {
-            Some(read) => read,
-            None => (facts.version.clone(), facts.version_source.clone()),
-        };
-        // A server benchpass did not start is sampled too, when it listens on this machine.
-        let listener = if engine.is_none() { crate::memory::listener_of(&base) } else { None };
-        let cell = info.cells.iter_mut().find(|c| c.id == *cell_id).expect("listed above");
-        cell.engine = EngineInfo {
-            name: (*engine_name).to_owned(),
-            version,
-            version_source,
-            sha256: match &executable {
-                Some(exe) => Some(provenance::hash_file(exe, &|_| {}).with_context(|| format!("hashing {}", exe.display()))?),
-                None => None,
-            },
-            url: Some(base.clone()),
-            memory_of: listener.as_ref().map(crate::memory::Listener::describe),
-            memory_measure: (engine.is_some() || listener.is_some()).then_some(crate::platform::MEMORY_MEASURE).flatten(),
-        };
-        if let Some(weights) = &weights {
-            cell.build = runner::hash_build(weights, options.hash_cache.as_deref(), options.progress)?;
-        }
+        shared.record(&mut info, cell, &ready);
         writer.update_info(&info)?;
 
-        let mut extra = base_request.extra.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
-        extra.extend(preset.request_fields());
-        extra.extend(to_json(&spec.extra));
-        let sampled_pid = engine.as_ref().map(|e| e.pid()).or(listener.as_ref().map(|l| l.pid));
+        let base = &ready.base;
+        let preset = cell.preset;
+        let sampled_pid = engine.as_ref().map(|e| e.pid()).or(ready.listener.as_ref().map(|l| l.pid));
         let sampler = sampled_pid.map(crate::memory::MemorySampler::start);
-        let ignore_eos_bias = super::eos::bias_for(engine_name, preset.ignore_eos, weights.as_deref(), steps.iter().any(|s| s.ignore_eos))
-            .unwrap_or_else(|warning| {
-                progress.note(&format!("  {warning}"));
-                None
-            });
-        let cache_flush = match (preset.cache_flush, &engine) {
-            (Some(flush), None) => {
-                let record = lifecycle::flush_cache(&http, &base, api_key.as_deref(), flush).await;
-                progress.note(&format!("  {}", lifecycle::flush_note(&record)));
-                Some(record)
-            }
-            _ => None,
-        };
-        if let Some(c) = info.cells.iter_mut().find(|c| c.id == *cell_id) {
-            c.cache_flush = cache_flush;
-            c.request_extra = (!extra.is_empty()).then(|| Value::Object(extra.clone()));
-            c.ignore_eos_logit_bias = ignore_eos_bias.clone();
-            c.past_eos = Some(preset.ignore_eos);
-        }
-        writer.update_info(&info)?;
-        let cell_request = RequestConfig { model: model_id.clone(), extra: (!extra.is_empty()).then_some(Value::Object(extra)), ..base_request.clone() };
+        let cell_request = RequestConfig { model: ready.model.clone(), extra: ready.extra.clone(), ..pass.request.clone() };
+        let sets_cache_prompt = |extra: Option<&Value>| extra.is_some_and(|e| e.get("cache_prompt").is_some());
         let target = Target {
-            http: &http,
+            http: &shared.http,
             url: format!("{base}{}", cell_request.api.path()),
-            api_key: api_key.as_deref(),
+            api_key: shared.api_key.as_deref(),
             request: &cell_request,
-            counter: &facts.counter,
+            counter: &ready.facts.counter,
             cell_id,
-            concurrency: request.concurrency,
+            concurrency: pass.concurrency,
             memory: sampler.as_deref(),
-            metrics_url: preset.metrics_path.map(|path| format!("{base}{path}")),
-            draft_log: draft_log(preset, engine.is_some().then_some(log.as_path()), listener.is_some()),
+            metrics_url: preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
+            draft_log: preset.and_then(|p| draft_log(p, engine.is_some().then_some(log.as_path()), ready.listener.is_some())),
             live: Some(progress.live()),
-            ignore_eos_logit_bias: ignore_eos_bias.as_ref(),
+            ignore_eos_logit_bias: ready.ignore_eos_bias.as_ref(),
             // An engine with no way past EOS is sent nothing it would reject (or drop).
-            send_ignore_eos: preset.ignore_eos != IgnoreEos::Unsupported,
-            agent_cache_prompt: preset.request_extra.contains(&("cache_prompt", "false"))
-                && !spec.extra.contains_key("cache_prompt")
-                && base_request.extra.as_ref().is_none_or(|e| e.get("cache_prompt").is_none()),
-            // Plans keep their streams busy; arrivals at a rate are for `--url` runs.
-            arrivals: None,
+            send_ignore_eos: preset.is_none_or(|p| p.ignore_eos != IgnoreEos::Unsupported),
+            // A preset that turns the prompt cache off (llama.cpp) has it on for agent
+            // sessions, unless the plan, the engine or `--extra` sets it.
+            agent_cache_prompt: preset.is_some_and(|p| p.request_extra.contains(&("cache_prompt", "false")))
+                && !cell.extra.contains_key("cache_prompt")
+                && !sets_cache_prompt(pass.request.extra.as_ref()),
+            arrivals: pass.arrivals,
         };
         let mut last_workload = None;
         for (part, part_owed) in visit.parts.iter().zip(visit_owed) {
-            if last_workload.is_some_and(|l| l != part.workload_index) && !gap(plan.file.gaps.between_workloads_s * options.gap_scale, &mut interrupt).await {
+            if last_workload.is_some_and(|l| l != part.workload_index) && !gap(pass.between_workloads_s * options.gap_scale, &mut interrupt).await {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
                     e.stop().await;
@@ -568,15 +881,16 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
             }
             last_workload = Some(part.workload_index);
             let owed_here: Vec<&Owed> = part_owed.iter().filter(|o| !o.places.is_empty()).collect();
+            let pre_cut = cut.as_mut().and_then(Iterator::next);
             let finished = if owed_here.is_empty() {
                 true
             } else {
-                let slots: Vec<Slot> = owed_here.iter().map(|o| o.slot).collect();
-                match runner::cut_slots(&slots, false, &http, &facts.counter).await {
-                    Ok(jobs) => {
-                        let jobs = owed_jobs(cell_id, jobs, &owed_here);
-                        runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await?
-                    }
+                let jobs = match pre_cut {
+                    Some(jobs) => Ok(jobs),
+                    None => shared.cut(cell_id, &owed_here, &ready.facts.counter).await,
+                };
+                match jobs {
+                    Ok(jobs) => runner::run_jobs(&target, &jobs, &mut writer, &progress, &mut summary, &mut interrupt).await?,
                     Err(e) => {
                         // The engine may have died mid-turn: the step's remaining runs are recorded as failed.
                         record_not_run(&mut writer, &progress, &mut summary, &owed_here, "prompt-cut", &format!("{e:#}"))?;
@@ -607,7 +921,7 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
         let planned: Vec<JobPlace> = visits
             .iter()
             .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
-            .flat_map(|(cell, slot)| places_in_slot(&cell_list[cell].0, slot))
+            .flat_map(|(cell, slot)| places_in_slot(&pass.cells[cell].id, slot))
             .collect();
         let missing = on_disk.missing(&planned);
         if !missing.is_empty() {
@@ -617,6 +931,27 @@ pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<Pa
     }
     runner::finish(&mut info, &writer, &summary, cpu_at_start)?;
     Ok(summary)
+}
+
+/// The pass of `dir` that `pass` is to finish: its record, what it holds, and how far its
+/// soaks got. Refused when another plan made it.
+fn read_resumed(pass: &PassPlan<'_>, dir: &std::path::Path) -> anyhow::Result<(PassInfo, Recorded, HashMap<String, SoakSoFar>)> {
+    let read = read_pass(dir)?;
+    let planned: Vec<Step> = pass.steps.iter().map(|(_, s)| *s).collect();
+    let recorded = read.info.request.as_ref().map(|r| r.steps.clone()).unwrap_or_default();
+    let recorded_order = read.info.request.as_ref().map(|r| r.order).unwrap_or_default();
+    let same_cells = read.info.cells.len() == pass.cells.len() && read.info.cells.iter().zip(&pass.cells).all(|(c, cell)| c.id == cell.id && c.engine.name == cell.engine);
+    anyhow::ensure!(
+        recorded == planned && same_cells && recorded_order == pass.order,
+        "{} was not made from this plan (its cells, steps or order differ); resume it with the plan that made it",
+        dir.display()
+    );
+    if let Some(torn) = &read.torn_tail {
+        eprintln!("note: line {} of runs.jsonl was cut short by the interruption; that run is made again", torn.line);
+    }
+    let recorded = Recorded::of(&read.runs).with_context(|| format!("resuming {}", dir.display()))?;
+    let soaks = soaks_so_far(&read.runs);
+    Ok((read.info, recorded, soaks))
 }
 
 /// How far a cell's soak got before an interruption.
@@ -754,6 +1089,20 @@ mod tests {
         let prompts = places_in_slot("c0", &round);
         let owed = Recorded::of(&runs_of(&prompts[..5], 0)).unwrap().owed("c0", round);
         assert_eq!((owed.places, owed.attempt, owed.cut_short_at), (prompts[5..].to_vec(), 0, None));
+    }
+
+    #[test]
+    fn a_cells_request_fields_are_the_plans_then_the_presets_then_its_own() {
+        let llama = presets::preset("llama-cpp").unwrap();
+        let map = |v: Value| v.as_object().unwrap().clone();
+        let under = serde_json::json!({"cache_prompt": "plan", "top_k": 1});
+        // The preset's `cache_prompt: false` over the plan's; the engine's (or `--extra`) over both.
+        let merged = request_extra(Some(&under), Some(llama), &map(serde_json::json!({"top_k": 2}))).unwrap();
+        assert_eq!(merged, serde_json::json!({"cache_prompt": false, "top_k": 2}));
+        let over = request_extra(None, Some(llama), &map(serde_json::json!({"cache_prompt": true}))).unwrap();
+        assert_eq!(over, serde_json::json!({"cache_prompt": true}));
+        // A plain server with nothing asked: no fields at all.
+        assert_eq!(request_extra(None, None, &serde_json::Map::new()), None);
     }
 
     #[test]
