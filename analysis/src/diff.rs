@@ -470,6 +470,8 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
     if let (Some(ra), Some(rb)) = (&a.info.request, &b.info.request) {
         let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
         let json = |v: &Option<serde_json::Value>| v.as_ref().map_or_else(|| "none".to_owned(), |v| v.to_string());
+        // As `request_reasons` writes it, so that a pass and its CSV import say the same.
+        let rate = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
         let params: [(&str, String, String); 9] = [
             ("api", ra.api.clone(), rb.api.clone()),
             ("temperature", ra.temperature.to_string(), rb.temperature.to_string()),
@@ -481,7 +483,7 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
             // level with level, and the pass's highest level says nothing more.
             ("order", ra.order.as_str().to_owned(), rb.order.as_str().to_owned()),
             // Arrivals at a rate load an engine otherwise than busy streams do.
-            ("request_rate", show(&ra.request_rate), show(&rb.request_rate)),
+            ("request_rate", rate(ra.request_rate), rate(rb.request_rate)),
             ("arrival_seed", show(&ra.arrival_seed), show(&rb.arrival_seed)),
         ];
         for (name, va, vb) in params {

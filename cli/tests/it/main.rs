@@ -27,6 +27,7 @@ mod process_groups;
 mod quality;
 mod shared_passes;
 mod resume_jobs;
+mod round_trip;
 mod sizes;
 mod sweep;
 mod tls;

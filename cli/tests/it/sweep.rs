@@ -136,8 +136,8 @@ fn a_sweep_exported_and_imported_keeps_its_levels_apart() {
 
     // A file from before the column: its runs are imported at one stream, and the import says so.
     let text = std::fs::read_to_string(&csv).unwrap();
-    // The twenty columns before `concurrency`, `attempt` and the request's four.
-    let old: String = text.lines().map(|l| l.rsplitn(7, ',').nth(6).unwrap().to_owned() + "\n").collect();
+    // The twenty columns before `concurrency`, `attempt`, the request's four and the session's four.
+    let old: String = text.lines().map(|l| l.rsplitn(11, ',').nth(10).unwrap().to_owned() + "\n").collect();
     let old_csv = tmp.path().join("old.csv");
     std::fs::write(&old_csv, old).unwrap();
     let output = import_csv(&old_csv, &tmp.path().join("old"));

@@ -13,7 +13,7 @@ use super::store::{read_pass_info, write_imported, Damage, Pass, PassError, RunR
 /// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
 /// later are added at the end ([`LATER_COLUMNS`]), so a reader by position finds the others
 /// where they were.
-pub const COLUMNS: [&str; 26] = [
+pub const COLUMNS: [&str; 30] = [
     "pass_id",
     "machine",
     "engine",
@@ -40,13 +40,17 @@ pub const COLUMNS: [&str; 26] = [
     "temperature",
     "request_rate",
     "past_eos",
+    "session",
+    "turn",
+    "prompt_id",
+    "cached_prompt_tokens",
 ];
 
 /// The columns a file written before them may lack, and what a run without them imports as:
 /// its counts from usage (where it has counts), one stream at a time, a first attempt, and
 /// nothing known of how it was requested (a diff then names no difference in API,
 /// temperature, arrivals or way past EOS, and the leaderboard leaves those columns empty).
-pub const LATER_COLUMNS: [(&str, &str); 7] = [
+pub const LATER_COLUMNS: [(&str, &str); 11] = [
     ("token_count_source", "usage"),
     ("concurrency", "1"),
     ("attempt", "0"),
@@ -54,15 +58,22 @@ pub const LATER_COLUMNS: [(&str, &str); 7] = [
     ("temperature", "unknown"),
     ("request_rate", "unknown"),
     ("past_eos", "unknown"),
+    ("session", "none"),
+    ("turn", "none"),
+    ("prompt_id", "none"),
+    ("cached_prompt_tokens", "none"),
 ];
+
+/// Later columns whose absence needs no warning: a file from before them has nothing they
+/// would say (no superseded runs, no agent sessions: benchpass exported neither).
+const SILENT_WHEN_MISSING: [&str; 5] = ["attempt", "session", "turn", "prompt_id", "cached_prompt_tokens"];
 
 /// The [`LATER_COLUMNS`] the header of `csv_path` lacks, for a warning that says what their
 /// runs were imported as (a file from an older benchpass, or another tool's).
 pub fn missing_later_columns(csv_path: &Path) -> Vec<(&'static str, &'static str)> {
     let Ok(mut reader) = csv::ReaderBuilder::new().trim(csv::Trim::All).from_path(csv_path) else { return Vec::new() };
     let Ok(headers) = reader.headers() else { return Vec::new() };
-    // A file from before `attempt` has no superseded runs to mark: 0 is what it means.
-    LATER_COLUMNS.into_iter().filter(|(name, _)| *name != "attempt" && !headers.iter().any(|h| h == *name)).collect()
+    LATER_COLUMNS.into_iter().filter(|(name, _)| !SILENT_WHEN_MISSING.contains(name) && !headers.iter().any(|h| h == *name)).collect()
 }
 
 /// Writes every run of `pass`, warmups and failures included, in the order they were recorded.
@@ -199,6 +210,10 @@ impl<W: Write> Rows<W> {
             number(request.temperature),
             number(request.request_rate),
             request.past_eos,
+            run.session.map(|s| s.to_string()).unwrap_or_default(),
+            run.turn.map(|t| t.to_string()).unwrap_or_default(),
+            text(run.prompt_id.clone().unwrap_or_default()),
+            opt(run.cached_prompt_tokens),
         ])?;
         Ok(())
     }
@@ -515,7 +530,15 @@ impl Row<'_> {
         if decode_ms.is_some_and(|ms| ms > 0.0 && ms < metrics::MIN_DECODE_MS) {
             return Err(self.bad("decode_ms", "0, or a decode span of at least 0.001 ms (1 µs)"));
         }
+        // Agent sessions: which session and turn, the trace, the tokens served from the cache.
+        let session = self.parsed::<u32>("session", "the session of the step, a whole number from 0, or empty")?;
+        let turn = self.parsed::<u32>("turn", "the turn of the session, a whole number from 0, or empty")?;
+        let cached_prompt_tokens = self.count("cached_prompt_tokens")?;
         Ok(RunRecord {
+            session,
+            turn,
+            prompt_id: self.optional_text("prompt_id")?,
+            cached_prompt_tokens,
             prompt_tokens: self.count("prompt_tokens")?,
             completion_tokens,
             token_count_source,
