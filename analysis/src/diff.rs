@@ -438,10 +438,15 @@ fn unpaired_levels<'s>(step: &CellStep, others: impl Iterator<Item = &'s CellSte
 /// share is at most the row's own α.
 fn holm(rows: &mut [DiffRow], tested: &[usize]) -> usize {
     let mut order = tested.to_vec();
-    // Ties in p: the row with the larger α first, so that no row waits behind a stricter one.
+    // Ties in p: the row with the larger α first, so that no row waits behind a stricter one;
+    // then by what the row compares, so that each row's share does not follow the order of
+    // the passes' cells.
+    let place = |r: &DiffRow| {
+        (r.engine.clone(), r.model.clone(), r.lane.clone(), r.workload, r.target_prompt_tokens, r.concurrency, r.metric.as_str(), r.a_engine_version.clone(), r.b_engine_version.clone())
+    };
     order.sort_by(|&i, &j| {
         let (pi, pj) = (rows[i].p_value.unwrap_or(1.0), rows[j].p_value.unwrap_or(1.0));
-        pi.total_cmp(&pj).then(rows[j].alpha.unwrap_or(0.0).total_cmp(&rows[i].alpha.unwrap_or(0.0)))
+        pi.total_cmp(&pj).then(rows[j].alpha.unwrap_or(0.0).total_cmp(&rows[i].alpha.unwrap_or(0.0))).then_with(|| place(&rows[i]).cmp(&place(&rows[j])))
     });
     let m = order.len();
     let mut still_rejecting = true;

@@ -6,6 +6,7 @@ mod coverage;
 mod fixtures;
 mod hand_worked;
 mod more_fixtures;
+mod permutation;
 mod recompute;
 mod serving;
 mod soak;
