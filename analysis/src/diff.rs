@@ -528,11 +528,15 @@ fn request_reasons(a: &crate::key::RequestFacts, b: &crate::key::RequestFacts, n
     }
     let number = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
     let text = |v: &str| if v.is_empty() { "none".to_owned() } else { v.to_owned() };
+    let known = !a.prompt_set.is_empty() && !b.prompt_set.is_empty();
+    let short = |v: &str| if known { v.chars().take(12).collect() } else { String::new() };
     let fields = [
         ("api", text(&a.api), text(&b.api)),
         ("temperature", number(a.temperature), number(b.temperature)),
         ("request_rate", number(a.request_rate), number(b.request_rate)),
         ("past_eos", text(&a.past_eos), text(&b.past_eos)),
+        // A prompt set not known on one side (a pass from before it) is not called a change.
+        ("prompt set", short(&a.prompt_set), short(&b.prompt_set)),
     ];
     fields
         .into_iter()

@@ -27,6 +27,8 @@ pub struct ComparisonKey {
     pub api: String,
     pub temperature: String,
     pub past_eos: String,
+    /// The SHA-256 of the shipped texts the prompts were drawn from; empty where not known.
+    pub prompt_set: String,
     pub machine: String,
 }
 
@@ -43,6 +45,7 @@ impl ComparisonKey {
             api: step.request.api.clone(),
             temperature: optional(step.request.temperature),
             past_eos: step.request.past_eos.clone(),
+            prompt_set: step.request.prompt_set.clone(),
             machine: step.machine.clone(),
         }
     }

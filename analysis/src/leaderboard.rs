@@ -15,7 +15,7 @@ use crate::cells::{CellStep, MetricKind};
 use crate::reasons::join_codes;
 
 /// The number of columns.
-pub const N_COLUMNS: usize = 25;
+pub const N_COLUMNS: usize = 26;
 
 /// The columns, in this order. Changing them breaks every consumer: don't. The last six came
 /// later (the rest of the comparison key, `crate::key`) and are at the end, so that a reader by
@@ -46,14 +46,23 @@ pub const COLUMNS: [&str; N_COLUMNS] = [
     "api",
     "temperature",
     "past_eos",
+    "prompt_set",
 ];
 
 /// One row: a value for each of [`COLUMNS`].
 pub type Row = [String; N_COLUMNS];
 
 /// The key columns a row gains after `token_count_source`, from `step`'s comparison key.
-pub fn key_columns(key: &crate::key::ComparisonKey) -> [String; 6] {
-    [key.max_tokens.to_string(), key.concurrency.to_string(), key.request_rate.clone(), text(&key.api), key.temperature.clone(), key.past_eos.clone()]
+pub fn key_columns(key: &crate::key::ComparisonKey) -> [String; 7] {
+    [
+        key.max_tokens.to_string(),
+        key.concurrency.to_string(),
+        key.request_rate.clone(),
+        text(&key.api),
+        key.temperature.clone(),
+        key.past_eos.clone(),
+        key.prompt_set.clone(),
+    ]
 }
 
 /// Where `flags` is in [`COLUMNS`].
@@ -113,7 +122,7 @@ fn with_code(flags: &str, code: &str) -> String {
 /// One row of `step`: its provenance columns, then one figure (`value` already formatted, its
 /// band's two ends or two empty fields, the values it was taken over) and the flags.
 fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String, String), n: usize, flags: String) -> Row {
-    let [max_tokens, concurrency, request_rate, api, temperature, past_eos] = key_columns(&crate::key::ComparisonKey::of(step));
+    let [max_tokens, concurrency, request_rate, api, temperature, past_eos, prompt_set] = key_columns(&crate::key::ComparisonKey::of(step));
     [
         text(&step.pass_id),
         text(&step.machine),
@@ -140,6 +149,7 @@ fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String
         api,
         temperature,
         past_eos,
+        prompt_set,
     ]
 }
 

@@ -330,12 +330,18 @@ pub(crate) fn request_params(request: &RequestConfig, concurrency: u32, steps: V
         concurrency,
         first_token_timeout_s: request.first_token_timeout.as_secs_f64(),
         idle_timeout_s: request.idle_timeout.as_secs_f64(),
-        steps,
         order: Order::Sequential,
         model_picked: false,
         request_rate: None,
         arrival_seed: None,
+        prompt_sets: steps_prompt_sets(&steps),
+        steps,
     }
+}
+
+/// Each workload of `steps`, by name, with the hash of the shipped texts its prompts come from.
+fn steps_prompt_sets(steps: &[Step]) -> std::collections::BTreeMap<String, String> {
+    steps.iter().map(|s| (s.workload.as_str().to_owned(), crate::workloads::prompt_set(s.workload))).collect()
 }
 
 /// What a pass against a running server would do, without touching the server or the disk.

@@ -151,7 +151,7 @@ fn export_without_out_writes_the_runs_csv_to_stdout() {
     let output = benchpass(&["export", real_pass().to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success());
-    assert!(stdout.starts_with(&format!("{RUNS_CSV_HEADER},concurrency,attempt,api,temperature,request_rate,past_eos,session,turn,prompt_id,cached_prompt_tokens\n")), "{stdout}");
+    assert!(stdout.starts_with(&format!("{RUNS_CSV_HEADER},concurrency,attempt,api,temperature,request_rate,past_eos,session,turn,prompt_id,cached_prompt_tokens,prompt_set\n")), "{stdout}");
     assert_eq!(stdout.lines().count(), 1 + harness::pass::read_pass(&real_pass()).unwrap().runs.len());
 }
 

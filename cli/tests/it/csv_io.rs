@@ -20,7 +20,7 @@ fn export_import_export_gives_the_same_bytes() {
     // The twenty columns, then `concurrency`, `attempt` and how the step was requested
     // (`api`, `temperature`, `request_rate`, `past_eos`) and agent sessions' columns, which
     // came later (at the end).
-    assert_eq!(text.lines().next().unwrap(), format!("{HEADER},concurrency,attempt,api,temperature,request_rate,past_eos,session,turn,prompt_id,cached_prompt_tokens"));
+    assert_eq!(text.lines().next().unwrap(), format!("{HEADER},concurrency,attempt,api,temperature,request_rate,past_eos,session,turn,prompt_id,cached_prompt_tokens,prompt_set"));
     assert_eq!(text.lines().count(), 5, "header, one warmup, three runs");
     assert!(text.contains(",http-500,"), "failed runs are exported, not dropped: {text}");
 

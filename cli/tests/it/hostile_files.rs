@@ -80,7 +80,7 @@ fn formulas_are_exported_as_they_are_for_tools_and_neutralised_for_spreadsheets(
     let output = benchpass(&["export", pass.to_str().unwrap(), "--out", sheet.to_str().unwrap(), "--for-spreadsheet"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let text = std::fs::read_to_string(&sheet).unwrap();
-    assert_eq!(text.lines().next().unwrap(), format!("{RUNS_CSV_HEADER},concurrency,attempt,api,temperature,request_rate,past_eos,session,turn,prompt_id,cached_prompt_tokens"), "the same columns, in the same order");
+    assert_eq!(text.lines().next().unwrap(), format!("{RUNS_CSV_HEADER},concurrency,attempt,api,temperature,request_rate,past_eos,session,turn,prompt_id,cached_prompt_tokens,prompt_set"), "the same columns, in the same order");
     assert!(
         text.contains("p1,'@mac,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-beta,,'+model,,text,sustained,0,30,256,256,120.500,4000.000,'=length,false,0,,usage"),
         "{text}"

@@ -137,3 +137,36 @@ fn agent_sessions_keep_their_figures_and_session_set_through_the_csv() {
     }
     assert!(rows.iter().any(|r| r[2] == "ttft_cached_ms" && r[3] == "incomparable" && r[4].contains("params")), "{rows:?}");
 }
+
+#[test]
+fn a_runs_csv_whose_rows_of_one_step_disagree_on_how_it_was_requested_is_refused_with_its_line() {
+    let sim = Sim::start(&["--decode-tps", "2000", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let pass = tmp.path().join("p");
+    run_pass(&sim, &pass, &["--runs", "3", "--max-tokens", "4", "--pass-id", "p"]);
+    let csv = tmp.path().join("p.csv");
+    assert!(benchpass(&["export", pass.to_str().unwrap(), "--out", csv.to_str().unwrap()]).status.success());
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let api = header.iter().position(|h| *h == "api").unwrap();
+    let temperature = header.iter().position(|h| *h == "temperature").unwrap();
+    // Line 3 (the second run) says `completions` where line 2 said `chat`.
+    let with = |line: usize, column: usize, value: &str| -> String {
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut fields: Vec<&str> = l.split(',').collect();
+                if i + 1 == line {
+                    fields[column] = value;
+                }
+                fields.join(",") + "\n"
+            })
+            .collect()
+    };
+    let mixed = tmp.path().join("mixed.csv");
+    std::fs::write(&mixed, with(3, api, "completions")).unwrap();
+    assert_import_refused(&mixed, &tmp.path().join("out"), "mixed.csv:3: the sustained × 1 streams step of `sim benchpass-sim 0.1.0 · sim-model` has api `completions` here but `chat` earlier");
+    let bad = tmp.path().join("bad.csv");
+    std::fs::write(&bad, with(2, temperature, "NaN")).unwrap();
+    assert_import_refused(&bad, &tmp.path().join("out"), "bad.csv:2: column `temperature`: expected a temperature, a number from 0 to 100, or empty, found `NaN`");
+}

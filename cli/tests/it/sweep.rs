@@ -125,7 +125,7 @@ fn a_sweep_exported_and_imported_keeps_its_levels_apart() {
     // Every column to the last key column (`past_eos`): the runs CSV carries how each step
     // was requested (API, temperature, arrival rate, way past EOS).
     for (b, a) in before.iter().zip(&after) {
-        assert_eq!(b.len(), 17, "{b:?}");
+        assert_eq!(b.len(), 18, "{b:?}");
         for i in 0..b.len() {
             match (b[i].parse::<f64>(), a[i].parse::<f64>()) {
                 (Ok(x), Ok(y)) if (4..=6).contains(&i) => assert!((x - y).abs() <= x.abs() * 1e-3, "{b:?} against {a:?}"),
@@ -136,8 +136,8 @@ fn a_sweep_exported_and_imported_keeps_its_levels_apart() {
 
     // A file from before the column: its runs are imported at one stream, and the import says so.
     let text = std::fs::read_to_string(&csv).unwrap();
-    // The twenty columns before `concurrency`, `attempt`, the request's four and the session's four.
-    let old: String = text.lines().map(|l| l.rsplitn(11, ',').nth(10).unwrap().to_owned() + "\n").collect();
+    // The twenty columns before `concurrency`, `attempt`, the request's four, the session's four and the prompt set.
+    let old: String = text.lines().map(|l| l.rsplitn(12, ',').nth(11).unwrap().to_owned() + "\n").collect();
     let old_csv = tmp.path().join("old.csv");
     std::fs::write(&old_csv, old).unwrap();
     let output = import_csv(&old_csv, &tmp.path().join("old"));

@@ -13,7 +13,7 @@ use super::store::{read_pass_info, write_imported, Damage, Pass, PassError, RunR
 /// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
 /// later are added at the end ([`LATER_COLUMNS`]), so a reader by position finds the others
 /// where they were.
-pub const COLUMNS: [&str; 30] = [
+pub const COLUMNS: [&str; 31] = [
     "pass_id",
     "machine",
     "engine",
@@ -44,13 +44,14 @@ pub const COLUMNS: [&str; 30] = [
     "turn",
     "prompt_id",
     "cached_prompt_tokens",
+    "prompt_set",
 ];
 
 /// The columns a file written before them may lack, and what a run without them imports as:
 /// its counts from usage (where it has counts), one stream at a time, a first attempt, and
 /// nothing known of how it was requested (a diff then names no difference in API,
 /// temperature, arrivals or way past EOS, and the leaderboard leaves those columns empty).
-pub const LATER_COLUMNS: [(&str, &str); 11] = [
+pub const LATER_COLUMNS: [(&str, &str); 12] = [
     ("token_count_source", "usage"),
     ("concurrency", "1"),
     ("attempt", "0"),
@@ -62,6 +63,7 @@ pub const LATER_COLUMNS: [(&str, &str); 11] = [
     ("turn", "none"),
     ("prompt_id", "none"),
     ("cached_prompt_tokens", "none"),
+    ("prompt_set", "unknown"),
 ];
 
 /// Later columns whose absence needs no warning: a file from before them has nothing they
@@ -214,6 +216,7 @@ impl<W: Write> Rows<W> {
             run.turn.map(|t| t.to_string()).unwrap_or_default(),
             text(run.prompt_id.clone().unwrap_or_default()),
             opt(run.cached_prompt_tokens),
+            request.prompt_set,
         ])?;
         Ok(())
     }
@@ -375,6 +378,7 @@ fn record_request(cell: &mut CellInfo, run: &RunRecord, request: StepRequest) ->
         ("temperature", number(known.request.temperature), number(request.temperature)),
         ("request_rate", number(known.request.request_rate), number(request.request_rate)),
         ("past_eos", known.request.past_eos.clone(), request.past_eos.clone()),
+        ("prompt_set", known.request.prompt_set.clone(), request.prompt_set.clone()),
     ];
     match fields.into_iter().find(|(_, first, found)| first != found) {
         Some(mismatch) => Err(mismatch),
@@ -491,7 +495,11 @@ impl Row<'_> {
         if !past_eos.is_empty() && engines::presets::IgnoreEos::parse(&past_eos).is_none() {
             return Err(self.bad("past_eos", "field, logit-bias or unsupported, or empty when EOS was not ignored"));
         }
-        Ok(StepRequest { api, temperature, past_eos, request_rate })
+        let prompt_set = self.optional_text("prompt_set")?.unwrap_or_default();
+        if !prompt_set.is_empty() && !is_sha256(&prompt_set) {
+            return Err(self.bad("prompt_set", "64 hex characters (the SHA-256 of the shipped prompts), or empty"));
+        }
+        Ok(StepRequest { api, temperature, past_eos, request_rate, prompt_set })
     }
 
     fn run(&self, cell: String) -> Result<RunRecord, ImportError> {

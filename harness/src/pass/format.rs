@@ -133,6 +133,10 @@ pub struct StepRequest {
     /// capping the requests in flight; `None` for streams kept busy (closed loop).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
     pub request_rate: Option<f64>,
+    /// The SHA-256 of the shipped texts the step's prompts were drawn from
+    /// ([`RequestParams::prompt_sets`]); empty where not known.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prompt_set: String,
 }
 
 impl StepRequest {
@@ -244,6 +248,12 @@ pub struct RequestParams {
     pub request_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_seed: Option<u64>,
+    /// For each workload the pass runs (by name), the SHA-256 of the shipped texts its prompts
+    /// are drawn from (the corpus, the sustained prompt, the agent traces, the quality prompts):
+    /// two benchpass versions that ship other texts send other prompts. Absent in passes from
+    /// before it (then not known).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prompt_sets: std::collections::BTreeMap<String, String>,
 }
 
 /// How a plan's cells take turns.
@@ -603,7 +613,13 @@ impl PassInfo {
             },
             None => IgnoreEos::Field.as_str(),
         };
-        StepRequest { api: request.api.clone(), temperature: Some(request.temperature), past_eos: past_eos.to_owned(), request_rate: request.request_rate }
+        StepRequest {
+            api: request.api.clone(),
+            temperature: Some(request.temperature),
+            past_eos: past_eos.to_owned(),
+            request_rate: request.request_rate,
+            prompt_set: request.prompt_sets.get(workload.as_str()).cloned().unwrap_or_default(),
+        }
     }
 
     /// The provenance of a complete pass made by a program rather than measured (tests and

@@ -216,6 +216,7 @@ impl Gen {
             model_picked: true,
             request_rate: self.maybe(Gen::float),
             arrival_seed: self.maybe(Gen::int),
+            prompt_sets: [(self.string(), self.string())].into(),
         });
         info
     }

@@ -100,7 +100,7 @@ fn role(message: &Value) -> Option<&str> {
 
 /// The shipped traces, shortest first, embedded so that a pass does not depend on the working
 /// directory. `cargo xtask agent-traces` writes these files; add a line here for a new one.
-const SHIPPED: [&str; 6] = [
+pub(crate) const SHIPPED: [&str; 6] = [
     include_str!("../../../data/agent/session-01.json"),
     include_str!("../../../data/agent/session-02.json"),
     include_str!("../../../data/agent/session-03.json"),

@@ -35,7 +35,7 @@ pub struct QualityPrompt {
 }
 
 /// Embedded so that a pass does not depend on the working directory.
-const SHIPPED: &str = include_str!("../../../data/quality/prompts.jsonl");
+pub(crate) const SHIPPED: &str = include_str!("../../../data/quality/prompts.jsonl");
 
 /// The shipped prompts, in file order, parsed and checked once.
 pub fn prompts() -> anyhow::Result<&'static [QualityPrompt]> {
