@@ -678,14 +678,14 @@ fn nondeterminism(pass: &Pass, runs: &[&RunFacts]) -> Option<String> {
     (worst > 1).then(|| format!("up to {worst} different outputs for one prompt"))
 }
 
-/// Rows compare engines: cells of one family, lane, workload, target and concurrency side by
-/// side (engines at different concurrency are not in one row). Where
-/// their weights differ (or are unknown), or their actual prompts differ in size, every cell
-/// in the row says so.
+/// Rows compare engines: the cells whose steps share a comparison key (`crate::key`: family,
+/// lane, workload, target, cap, streams, how the requests were made) side by side, as the
+/// report's best marks rank them. Where their weights differ (or are unknown), or their actual
+/// prompts differ in size, every cell in the row says so.
 fn compare_rows(steps: &mut [CellStep]) {
-    let mut rows: BTreeMap<(String, String, Workload, u64, u32), Vec<usize>> = BTreeMap::new();
+    let mut rows: BTreeMap<crate::key::ComparisonKey, Vec<usize>> = BTreeMap::new();
     for (i, s) in steps.iter().enumerate() {
-        rows.entry((s.family.clone(), s.lane.clone(), s.workload, s.target_prompt_tokens, s.concurrency)).or_default().push(i);
+        rows.entry(crate::key::ComparisonKey::of(s)).or_default().push(i);
     }
     for members in rows.values() {
         let mut engines: Vec<&str> = members.iter().map(|&i| steps[i].engine.as_str()).collect();
