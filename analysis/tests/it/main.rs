@@ -5,6 +5,7 @@ mod agent_cells;
 mod coverage;
 mod fixtures;
 mod hand_worked;
+mod key_fixtures;
 mod more_fixtures;
 mod permutation;
 mod recompute;
