@@ -1,5 +1,15 @@
-//! The raw pass on disk: its format, the append-only store, CSV import and export, and the
-//! importers of other tools' results (llama-bench, vllm bench serve).
+//! The one definition of benchpass's files: a pass's `pass.json` and `runs.jsonl` (their
+//! records and [`SCHEMA_VERSION`]) and the runs CSV, with docs/raw-format.md beside it as their
+//! user-facing description; change both together. Here are their writers and readers (the
+//! append-only [`store`] with its sync thread, the [`listing`] of passes on disk), what a record
+//! becomes on its way to disk ([`bounded`], with the API key redacted by [`secrets`]), CSV
+//! import and export ([`csv`]), the importers of other tools' results ([`llama_bench`],
+//! [`vllm_bench`]), the rules every reader of runs shares ([`runs`], [`pass_id`]) and the figure
+//! definitions over a run's events ([`metrics`]: first token, TTFT, decode span, decode and
+//! prefill rates). It measures nothing: no async runtime, no HTTP, no command-line parser, and
+//! no knowledge of processes or servers beyond the facts a pass records of them ([`machine`]).
+//! The harness writes passes through it; `analysis` and `report` read them through it without
+//! linking the harness.
 
 pub mod bounded;
 pub mod csv;
