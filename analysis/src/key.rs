@@ -7,7 +7,7 @@
 //!
 //! docs/statistics.md ("Diffs") and docs/leaderboard.md say which fields are in it.
 
-use harness::pass::{CellInfo, Pass, Workload};
+use benchpass_format::{CellInfo, Pass, Workload};
 
 /// How a step's requests were made, beyond its workload and size: the parts of the key that
 /// the pass (not the step's runs) records.
@@ -34,10 +34,10 @@ impl RequestFacts {
             _ if !ignore_eos => String::new(),
             Some(c) => match c.past_eos {
                 Some(way) => way.as_str().to_owned(),
-                None if c.ignore_eos_logit_bias.is_some() => harness::plan::presets::IgnoreEos::LogitBias.as_str().to_owned(),
-                None => harness::plan::presets::IgnoreEos::Field.as_str().to_owned(),
+                None if c.ignore_eos_logit_bias.is_some() => engines::presets::IgnoreEos::LogitBias.as_str().to_owned(),
+                None => engines::presets::IgnoreEos::Field.as_str().to_owned(),
             },
-            None => harness::plan::presets::IgnoreEos::Field.as_str().to_owned(),
+            None => engines::presets::IgnoreEos::Field.as_str().to_owned(),
         };
         RequestFacts { api: request.api.clone(), temperature: Some(request.temperature), past_eos, request_rate: request.request_rate }
     }
