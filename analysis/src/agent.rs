@@ -18,8 +18,8 @@
 //! where no turn of a cell says, the cache figures are absent and the cell carries
 //! `no-cache-info`, never a guess.
 
-use harness::metrics;
-use harness::pass::{Pass, RunRecord, Workload};
+use benchpass_format::metrics;
+use benchpass_format::{Pass, RunRecord, Workload};
 
 use crate::band::{band, Band};
 use crate::cells::MIN_RUNS_FOR_BAND;
@@ -159,7 +159,7 @@ pub fn summarize(pass: &Pass) -> Vec<AgentCell> {
 
 fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
     let info = pass.info.cells.iter().find(|c| c.id == id);
-    let text = |f: fn(&harness::pass::CellInfo) -> String| info.map(f).unwrap_or_default();
+    let text = |f: fn(&benchpass_format::CellInfo) -> String| info.map(f).unwrap_or_default();
     let ok: Vec<&RunRecord> = runs.iter().copied().filter(|r| !r.is_error()).collect();
     let turn = |r: &RunRecord| r.turn.unwrap_or(0);
 
@@ -182,7 +182,7 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
         .filter_map(|(r, p, c)| metrics::prefill_tps(Some(p - c), r.ttft_ms))
         .collect();
 
-    let short = |r: &RunRecord| harness::runner::is_short_stop(r);
+    let short = |r: &RunRecord| benchpass_format::runs::is_short_stop(r);
     let n_short = ok.iter().filter(|r| short(r)).count();
     let decode_of = |reached_cap_only: bool| -> Vec<f64> {
         ok.iter()
@@ -315,7 +315,7 @@ fn figure_cells(figure: Option<&Figure>) -> (Option<f64>, Option<Band>, usize) {
 /// As the leaderboard writes its text cells: one a spreadsheet would take for a formula gets
 /// a `'` in front (docs/leaderboard.md).
 fn spreadsheet(value: &str) -> String {
-    harness::pass::csv::spreadsheet_cell(value).into_owned()
+    benchpass_format::csv::spreadsheet_cell(value).into_owned()
 }
 
 /// Three decimals, as the leaderboard writes every number.
@@ -326,7 +326,7 @@ fn number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::pass::TokenCountSource;
+    use benchpass_format::TokenCountSource;
 
     /// A pass of one cell with the given turns: (session, turn, prompt, cached, ttft ms).
     fn pass(turns: &[(u32, u32, u64, Option<u64>, f64)]) -> Pass {

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use harness::pass::{Pass, TokenCountSource, Workload};
+use benchpass_format::{Pass, TokenCountSource, Workload};
 use polars::prelude::*;
 
 use crate::agent::AgentCell;
@@ -254,7 +254,7 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
         let (from, to) = start_of[g.pass_id.as_str()];
         let mut step = cell_step(&passes[i], &facts[from..to], &concurrency[from..to], g);
         if crate::serving::step_has_figures(&passes[i].info, step.workload, step.target_prompt_tokens, step.concurrency) {
-            let runs: Vec<&harness::pass::RunRecord> = crate::runs::counted(&passes[i])
+            let runs: Vec<&benchpass_format::RunRecord> = crate::runs::counted(&passes[i])
                 .filter(|r| !r.warmup && r.cell == step.cell && r.workload == step.workload)
                 .filter(|r| r.target_prompt_tokens == step.target_prompt_tokens && r.concurrency == step.concurrency)
                 .collect();
@@ -404,8 +404,8 @@ fn spec_acceptance((drafted, accepted): (u64, u64), group: &[&RunFacts]) -> Opti
 
 /// The engine's name, when the group's step asked to run past EOS and the engine's preset has no
 /// way to (`past_eos = unsupported`): its short stops are the engine's EOS, not a fault.
-fn cannot_be_held_to_cap<'a>(pass: &Pass, info: Option<&'a harness::pass::CellInfo>, g: &Group) -> Option<&'a str> {
-    let info = info.filter(|c| c.past_eos == Some(harness::plan::presets::IgnoreEos::Unsupported))?;
+fn cannot_be_held_to_cap<'a>(pass: &Pass, info: Option<&'a benchpass_format::CellInfo>, g: &Group) -> Option<&'a str> {
+    let info = info.filter(|c| c.past_eos == Some(engines::presets::IgnoreEos::Unsupported))?;
     let request = pass.info.request.as_ref()?;
     let asked = request.ignore_eos || request.steps.iter().any(|s| s.workload == g.workload && s.target_prompt_tokens == g.target && s.ignore_eos);
     asked.then_some(info.engine.name.as_str())
@@ -413,7 +413,7 @@ fn cannot_be_held_to_cap<'a>(pass: &Pass, info: Option<&'a harness::pass::CellIn
 
 fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> CellStep {
     let info = pass.cell(&g.cell);
-    let text = |get: fn(&harness::pass::CellInfo) -> String| info.map(get).unwrap_or_default();
+    let text = |get: fn(&benchpass_format::CellInfo) -> String| info.map(get).unwrap_or_default();
     let mut reasons = Vec::new();
 
     // A line that could not be read held a run of some cell: every figure of the pass may
@@ -457,7 +457,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
     // The planned step at this concurrency (a sweep plans one per level); a pass whose runs
     // and plan disagree on concurrency still finds its step by workload and target.
     let n_planned = pass.info.request.as_ref().and_then(|r| {
-        let at = |s: &&harness::pass::Step| s.workload == g.workload && s.target_prompt_tokens == g.target;
+        let at = |s: &&benchpass_format::Step| s.workload == g.workload && s.target_prompt_tokens == g.target;
         r.steps
             .iter()
             .filter(at)

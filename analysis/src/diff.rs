@@ -31,7 +31,7 @@
 
 use std::collections::BTreeMap;
 
-use harness::pass::{Pass, Workload};
+use benchpass_format::{Pass, Workload};
 
 use crate::agent::AgentCell;
 use crate::band::FLOOR;
@@ -506,11 +506,11 @@ fn cell_reasons(pass_reasons: &[Reason], a_pass: &Pass, a: &CellStep, b_pass: &P
     let mut reasons = pass_reasons.to_vec();
     let (ca, cb) = (a_pass.cell(&a.cell), b_pass.cell(&b.cell));
     let json = |v: Option<&serde_json::Value>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
-    let extra = |c: Option<&harness::pass::CellInfo>| json(c.and_then(|c| c.request_extra.as_ref()));
+    let extra = |c: Option<&benchpass_format::CellInfo>| json(c.and_then(|c| c.request_extra.as_ref()));
     if extra(ca) != extra(cb) {
         reasons.push(Reason::new(ReasonCode::Params, format!("request extras {} → {}", extra(ca), extra(cb))));
     }
-    let bias = |c: Option<&harness::pass::CellInfo>| json(c.and_then(|c| c.ignore_eos_logit_bias.as_ref()));
+    let bias = |c: Option<&benchpass_format::CellInfo>| json(c.and_then(|c| c.ignore_eos_logit_bias.as_ref()));
     if bias(ca) != bias(cb) {
         reasons.push(Reason::new(ReasonCode::Params, format!("EOS logit_bias {} → {}", bias(ca), bias(cb))));
     }

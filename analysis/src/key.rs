@@ -7,11 +7,11 @@
 //!
 //! docs/statistics.md ("Diffs") and docs/leaderboard.md say which fields are in it.
 
-use harness::pass::Workload;
+use benchpass_format::Workload;
 
 /// How a step's requests were made, beyond its workload and size: the parts of the key that
-/// the pass (not the step's runs) records, decided by [`harness::pass::PassInfo::step_request`].
-pub type RequestFacts = harness::pass::StepRequest;
+/// the pass (not the step's runs) records, decided by [`benchpass_format::PassInfo::step_request`].
+pub type RequestFacts = benchpass_format::StepRequest;
 
 /// The key of a step: what it was measured with, the engine's identity aside. Fields are
 /// compared as they are written (numbers in their shortest exact form).

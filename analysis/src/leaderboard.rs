@@ -157,7 +157,7 @@ fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String
 /// that a spreadsheet would take for a formula (it starts with `=`, `+`, `-`, `@`, a tab or a
 /// carriage return) gets a `'` in front (docs/leaderboard.md). Numbers never go through it.
 fn text(value: &str) -> String {
-    harness::pass::csv::spreadsheet_cell(value).into_owned()
+    benchpass_format::csv::spreadsheet_cell(value).into_owned()
 }
 
 /// Three decimals: enough for milliseconds and rates, and the same bytes on every machine.

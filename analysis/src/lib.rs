@@ -1,7 +1,7 @@
 //! Analysis: turns raw passes into the figures people publish, and decides which of them may
 //! be compared.
 //!
-//! It reads passes through [`harness::pass`] and does no other I/O: no sockets, no processes,
+//! It reads passes through [`benchpass_format`] and does no other I/O: no sockets, no processes,
 //! no writing. Rendering the figures into files is the job of `xtask` and the templates.
 //! docs/statistics.md explains the method.
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use harness::pass::{CellInfo, Pass, RunRecord, TokenLogprob, Workload};
+use benchpass_format::{CellInfo, Pass, RunRecord, TokenLogprob, Workload};
 
 /// Every q in the KL is floored here, so that a token the candidate gives no probability to
 /// costs a large but finite amount.
@@ -429,7 +429,7 @@ fn row(pass: &Pass, cell: &CellInfo, runs: &CellRuns<'_>, ref_pass: &Pass, refer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::pass::{EventRecord, TopLogprob};
+    use benchpass_format::{EventRecord, TopLogprob};
 
     fn top(pairs: &[(&str, f64)]) -> Vec<TopLogprob> {
         pairs.iter().map(|&(t, p)| TopLogprob { token: t.into(), logprob: p.ln(), bytes: None }).collect()
@@ -517,8 +517,8 @@ mod tests {
     // ----- Whole passes, built in memory.
 
     fn cell(id: &str, engine: &str, build: Option<&str>) -> CellInfo {
-        let engine = harness::pass::EngineInfo { name: engine.into(), version: "1".into(), ..Default::default() };
-        CellInfo { build: harness::pass::BuildInfo { sha256: build.map(Into::into), files: vec![] }, ..CellInfo::new(id, engine, "m") }
+        let engine = benchpass_format::EngineInfo { name: engine.into(), version: "1".into(), ..Default::default() };
+        CellInfo { build: benchpass_format::BuildInfo { sha256: build.map(Into::into), files: vec![] }, ..CellInfo::new(id, engine, "m") }
     }
 
     fn run(cell: &str, prompt: &str, rep: u32, tokens: Vec<TokenLogprob>) -> RunRecord {
@@ -535,7 +535,7 @@ mod tests {
     }
 
     fn pass(id: &str, cells: Vec<CellInfo>, runs: Vec<RunRecord>) -> Pass {
-        Pass { dir: id.into(), ..Pass::in_memory(harness::pass::PassInfo::synthetic(id, "m", cells), runs) }
+        Pass { dir: id.into(), ..Pass::in_memory(benchpass_format::PassInfo::synthetic(id, "m", cells), runs) }
     }
 
     #[test]
@@ -559,7 +559,7 @@ mod tests {
             ],
         );
         let mut failed = run("c", "p3", 0, vec![]);
-        failed.error = Some(harness::pass::RunError { class: "http".into(), message: "500".into() });
+        failed.error = Some(benchpass_format::RunError { class: "http".into(), message: "500".into() });
         let candidate = pass(
             "cand",
             vec![cell("c", "mlx-lm", Some("q8"))],

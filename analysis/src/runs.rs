@@ -1,9 +1,9 @@
 //! One row per run with the figures of docs/metrics.md worked out and the provenance of its
 //! cell beside it: the table every statistic starts from.
 
-use harness::metrics;
-use harness::pass::{Pass, PassInfo, RunRecord, TokenCountSource, Workload};
-use harness::runner::is_short_stop;
+use benchpass_format::metrics;
+use benchpass_format::{Pass, PassInfo, RunRecord, TokenCountSource, Workload};
+use benchpass_format::runs::is_short_stop;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunFacts {
@@ -34,7 +34,7 @@ pub struct RunFacts {
     /// The server's own decode rate (llama.cpp `timings.predicted_per_second`).
     pub server_decode_tps: Option<f64>,
     /// The OS's thermal pressure around the run, where it reports one (macOS).
-    pub thermal_pressure: Option<harness::provenance::mac::ThermalPressure>,
+    pub thermal_pressure: Option<benchpass_format::machine::ThermalPressure>,
     /// The server's `usage.completion_tokens` and the run's token events, where the two
     /// contradict each other ([`metrics::usage_contradicts_events`]); `None` where they agree or
     /// there is nothing to compare (no usage, or an imported run with no events).
@@ -45,7 +45,7 @@ pub struct RunFacts {
 /// that moved (`server_counters`), for every engine whose preset names its counters
 /// (llama.cpp, vLLM, SGLang, Rapid-MLX, Splash): one column whatever the source.
 fn draft_counters(counters: &std::collections::BTreeMap<String, f64>) -> Option<(u64, u64)> {
-    use harness::plan::presets::{DraftCounters, PRESETS};
+    use engines::presets::{DraftCounters, PRESETS};
     PRESETS.iter().find_map(|preset| match preset.draft_counters {
         DraftCounters::Prometheus { drafted, accepted } => {
             let drafted = *counters.get(drafted)?;
@@ -68,7 +68,7 @@ fn usage_mismatch(run: &RunRecord) -> Option<(u64, u64)> {
 }
 
 /// Which runs' stream events the figures, charts and comparisons read, for one pass read in
-/// file order: the filter to read it with (`harness::pass::store::read_pass_keeping`), so that
+/// file order: the filter to read it with (`benchpass_format::store::read_pass_keeping`), so that
 /// a report, a diff or a leaderboard holds the events it reads and no others. Every other
 /// run's events are read, hashed into its `output_sha256` where it lacks one, and dropped;
 /// every figure stays the same (a test compares them with a full read). The readers:
@@ -95,21 +95,21 @@ pub fn events_the_figures_read(info: &PassInfo) -> impl FnMut(&RunRecord) -> boo
 
 /// The runs of `pass` that its figures count, in file order: all but the superseded ones (the
 /// runs of a session cut short by an interruption, which `--resume` ran again whole;
-/// `harness::runner::superseded` decides). Every reader of a pass's runs in analysis and report
+/// `benchpass_format::runs::superseded` decides). Every reader of a pass's runs in analysis and report
 /// goes through this.
 pub fn counted(pass: &Pass) -> impl Iterator<Item = &RunRecord> {
-    pass.runs.iter().zip(harness::runner::superseded(&pass.runs)).filter(|(_, superseded)| !superseded).map(|(run, _)| run)
+    pass.runs.iter().zip(benchpass_format::runs::superseded(&pass.runs)).filter(|(_, superseded)| !superseded).map(|(run, _)| run)
 }
 
 /// How many runs of `pass` are superseded and left out of its figures.
 pub fn n_superseded(pass: &Pass) -> usize {
-    harness::runner::superseded(&pass.runs).into_iter().filter(|s| *s).count()
+    benchpass_format::runs::superseded(&pass.runs).into_iter().filter(|s| *s).count()
 }
 
 pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
     counted(pass)
         .map(|run| {
-            let output_sha256 = run.output_sha256.clone().or_else(|| harness::pass::RunRecord::hash_output(&run.events));
+            let output_sha256 = run.output_sha256.clone().or_else(|| benchpass_format::RunRecord::hash_output(&run.events));
             let timing = |key: &str| run.timings.as_ref().and_then(|t| t.get(key)).and_then(serde_json::Value::as_u64);
             let drafts = run.server_counters.as_ref().and_then(draft_counters);
             let usage_mismatch = usage_mismatch(run);

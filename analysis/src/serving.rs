@@ -6,7 +6,7 @@
 //!   span from the earliest run's start to the latest run's end, where a run's start is its
 //!   `started_unix_ms` and its end that plus its last event's `t_ns`;
 //! - **requests/s**: successful measured runs ÷ the same span;
-//! - **TTFT**: each run's time to first token (`harness::metrics`);
+//! - **TTFT**: each run's time to first token (`benchpass_format::metrics`);
 //! - **ITL** (inter-token latency): for each token event after a run's first, the gap since the
 //!   token event before it ÷ the tokens the event carried, one value per event, pooled over the
 //!   step's runs. Tokens per event: the event's logprobs where every token event of the run
@@ -19,8 +19,8 @@
 //! The percentiles are nearest-rank ([`percentile`]): always one of the values measured. With
 //! few values a high percentile is the largest of them, and [`Percentiles::tail_is_max`] says so.
 
-use harness::metrics;
-use harness::pass::{PassInfo, RunRecord, Workload};
+use benchpass_format::metrics;
+use benchpass_format::{PassInfo, RunRecord, Workload};
 
 /// The percentiles every latency figure gives, in the order rows list them.
 pub const PERCENTILES: [u32; 3] = [50, 90, 99];

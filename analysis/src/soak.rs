@@ -2,7 +2,7 @@
 //! run after run for hours, as the least-squares slope of each run's peak RSS over the time
 //! the run started, with a 95 % interval from Student's t.
 
-use harness::pass::{Pass, Workload};
+use benchpass_format::{Pass, Workload};
 use statrs::distribution::{ContinuousCDF as _, StudentsT};
 
 use crate::summary::median;
@@ -62,7 +62,7 @@ pub fn soaks(pass: &Pass) -> Vec<Soak> {
         let rates: Vec<f64> = runs
             .iter()
             .filter(|r| !r.is_error())
-            .filter_map(|r| harness::metrics::decode_tps(r.completion_tokens, r.decode_ms))
+            .filter_map(|r| benchpass_format::metrics::decode_tps(r.completion_tokens, r.decode_ms))
             .collect();
         let tenth = rates.len().div_ceil(10);
         out.push(Soak {

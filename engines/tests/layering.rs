@@ -31,11 +31,11 @@ fn the_client_names_neither_the_plan_nor_the_presets_table() {
     assert!(found.is_empty(), "the client must not name the plan or the presets table:\n{}", found.join("\n"));
 }
 
-/// The raw pass format is to become a crate that any tool can read passes with; it may name
+/// The raw pass format is a crate that any tool can read passes with (`format/`); it may name
 /// `engines` types (the way past EOS a cell records) but not the plan, which drives engines.
 #[test]
 fn the_pass_format_names_no_plan() {
-    let (file, text) = workspace_file("harness/src/pass/format.rs");
+    let (file, text) = workspace_file("format/src/format.rs");
     let found = naming(&file, &text, &["plan::"]);
     assert!(found.is_empty(), "the pass format must not name the plan:\n{}", found.join("\n"));
 }

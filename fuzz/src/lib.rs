@@ -161,7 +161,7 @@ pub fn runs_jsonl(scratch: &Scratch, data: &[u8]) -> bool {
 }
 
 /// The runs-CSV importer. Input: the bytes of a CSV file. What it imports must read back as
-/// passes, and export → import → export must give the same bytes (pass/csv.rs promises it).
+/// passes, and export → import → export must give the same bytes (format/src/csv.rs promises it).
 pub fn runs_csv(scratch: &Scratch, data: &[u8]) -> bool {
     let csv = scratch.path().join("runs.csv");
     let out = scratch.path().join("imported");

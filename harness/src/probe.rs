@@ -51,15 +51,9 @@ pub async fn served_models(http: &reqwest::Client, base: &str, api_key: Option<&
         .unwrap_or_default())
 }
 
-/// The longest server-provided string a pass keeps (a version, a process name): a server
-/// that sends megabytes there would otherwise repeat them into every CSV row.
-pub const MAX_SERVER_STRING_CHARS: usize = 200;
-
-/// `text` cut to [`MAX_SERVER_STRING_CHARS`], with `…` where it was cut; the key is redacted
-/// first, so that one straddling the cut leaves nothing of itself.
-pub fn server_string(text: &str) -> String {
-    crate::secrets::redacted_cut(text, MAX_SERVER_STRING_CHARS)
-}
+/// The bound on a server-provided string a pass keeps, and the cut to it: the pass format's,
+/// since its importers cut what another tool recorded of a server the same way.
+pub use benchpass_format::bounded::{server_string, MAX_SERVER_STRING_CHARS};
 
 /// A version endpoint's JSON, read up to [`VERSION_BYTES`]; `None` when it does not answer
 /// 200 with JSON within that (an endless body is not waited out).

@@ -579,34 +579,9 @@ pub(crate) fn tally(summary: &mut PassSummary, run: &RunRecord) {
     }
 }
 
-/// A run that ended before its token cap: its decode rate is a burst, not sustained decode.
-/// A failed run is a failure, not a short stop. An imported run whose source kept neither
-/// the cap (`max_tokens` 0) nor a finish reason cannot be called either way, and is not.
-pub fn is_short_stop(run: &RunRecord) -> bool {
-    let cap_unknown = run.max_tokens == 0 && run.finish_reason.is_none();
-    run.error.is_none()
-        && !cap_unknown
-        && (run.finish_reason.as_deref() != Some("length") || run.completion_tokens.is_some_and(|n| n < run.max_tokens))
-}
-
-pub(crate) fn default_pass_id(started_at: &str, engine: &str) -> String {
-    // 2026-11-30T09:03:13Z → 20261130-090313
-    let stamp: String = started_at.chars().filter(char::is_ascii_digit).collect();
-    let engine: String = engine
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' })
-        .collect();
-    format!("{}-{}-{engine}", &stamp[..8], &stamp[8..14])
-}
-
-/// A pass id names a folder: letters, digits, `.`, `_` and `-`, not starting with `.`.
-pub fn check_pass_id(pass_id: &str) -> anyhow::Result<()> {
-    let ok = !pass_id.is_empty()
-        && !pass_id.starts_with('.')
-        && pass_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    anyhow::ensure!(ok, "pass id `{pass_id}`: use letters, digits, `.`, `_` and `-` (it names a folder), not starting with `.`");
-    Ok(())
-}
+// The rules every reader of runs shares, and what a pass id may be, are the pass format's.
+pub use benchpass_format::pass_id::{check_pass_id, default_pass_id};
+pub use benchpass_format::runs::{is_short_stop, superseded};
 
 /// One planned request: a step's warmup or measured repetition.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -735,29 +710,6 @@ pub(crate) fn places_in_slot(cell: &str, slot: &Slot) -> Vec<JobPlace> {
             prompt_id: None,
         }],
     }
-}
-
-/// The slot a run fills: its cell, workload, target, repetition and whether it is a warmup.
-type SlotOf<'a> = (&'a str, Workload, u64, u32, bool);
-
-fn slot_of(run: &RunRecord) -> SlotOf<'_> {
-    (&run.cell, run.workload, run.target_prompt_tokens, run.rep, run.warmup)
-}
-
-/// Which of `runs` are superseded: those whose slot has runs of a later `attempt` (an agent
-/// session that `--resume` ran again whole, after an interruption had cut it short). They stay
-/// in `runs.jsonl`, and every figure leaves them out: the one rule the analysis and the resume
-/// share.
-pub fn superseded(runs: &[RunRecord]) -> Vec<bool> {
-    if runs.iter().all(|r| r.attempt == 0) {
-        return vec![false; runs.len()];
-    }
-    let mut latest: std::collections::HashMap<SlotOf<'_>, u32> = std::collections::HashMap::new();
-    for run in runs {
-        let attempt = latest.entry(slot_of(run)).or_insert(0);
-        *attempt = (*attempt).max(run.attempt);
-    }
-    runs.iter().map(|run| run.attempt < latest[&slot_of(run)]).collect()
 }
 
 /// The jobs of `slots`, in order, with every prompt cut before the first request is sent.

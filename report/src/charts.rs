@@ -2,7 +2,7 @@
 //! bytes. Each function returns the SVG text, or `None` when the pass has nothing to draw.
 
 use analysis::cells::CellStep;
-use harness::pass::{Pass, Workload};
+use benchpass_format::{Pass, Workload};
 use plotters::prelude::*;
 
 /// One chart: a file name under `charts/`, a title, and the SVG.
@@ -211,7 +211,7 @@ pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
 
 /// The largest value a chart draws. plotters lays out ticks by stepping through the axis
 /// range; an infinite or vast range (a rate from a span of 1e-320 ms) makes it step forever.
-/// `harness::metrics` reports no rate above 10^9, so nothing real is left out.
+/// `benchpass_format::metrics` reports no rate above 10^9, so nothing real is left out.
 const MAX_DRAWN: f64 = 1e12;
 
 /// Values a chart can draw: finite, 0 or more, and at most [`MAX_DRAWN`].

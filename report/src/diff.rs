@@ -3,8 +3,8 @@
 
 use analysis::cells::MetricKind;
 use analysis::diff::{Diff, Verdict};
-use harness::pass::Pass;
-use harness::pass::csv::spreadsheet_cell;
+use benchpass_format::Pass;
+use benchpass_format::csv::spreadsheet_cell;
 use minijinja::context;
 use serde::Serialize;
 

@@ -15,7 +15,7 @@ pub mod view;
 
 use analysis::cells::CellStep;
 use analysis::quality::QualityRow;
-use harness::pass::Pass;
+use benchpass_format::Pass;
 use minijinja::{context, AutoEscape, Environment};
 
 pub use charts::Chart;

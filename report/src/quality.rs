@@ -3,7 +3,7 @@
 //! speed table's quality column shows.
 
 use analysis::quality::{QualityFlag, QualityRow};
-use harness::pass::csv::spreadsheet_cell;
+use benchpass_format::csv::spreadsheet_cell;
 use minijinja::context;
 use serde::Serialize;
 

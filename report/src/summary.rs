@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use analysis::cells::{CellStep, Metric};
-use harness::pass::Pass;
+use benchpass_format::Pass;
 
 use crate::md_escape;
 use crate::view::{with_band, Notes};

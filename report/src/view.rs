@@ -4,7 +4,7 @@
 use analysis::cells::{CellStep, Metric, MetricKind};
 use analysis::quality::QualityRow;
 use analysis::reasons::{Reason, ReasonCode};
-use harness::pass::{Pass, Workload};
+use benchpass_format::{Pass, Workload};
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -456,8 +456,8 @@ pub struct PassHeader {
 /// What a Mac benchmarker checks before trusting a figure, in the order they would say it:
 /// `Mac15,9`, `10P+4E cores`, `30-core GPU`, `macOS 15.1 (24B83)`, `AC power`, `High Power
 /// Mode`, `GPU wired limit 30720 MB`, `swap 1.0 GiB used`, `thermal pressure nominal at start`.
-fn mac_detail(mac: Option<&harness::provenance::mac::MacFacts>) -> Vec<String> {
-    use harness::provenance::mac::{PowerMode, PowerSource};
+fn mac_detail(mac: Option<&benchpass_format::machine::MacFacts>) -> Vec<String> {
+    use benchpass_format::machine::{PowerMode, PowerSource};
     let Some(mac) = mac else { return Vec::new() };
     let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
     // The chip is `cpu` already (machdep.cpu.brand_string on a Mac).
@@ -489,7 +489,7 @@ fn mac_detail(mac: Option<&harness::provenance::mac::MacFacts>) -> Vec<String> {
 }
 
 /// The Linux equivalents: CPU governor and mains power.
-fn power_detail(power: Option<&harness::provenance::linux_power::LinuxPowerFacts>) -> Vec<String> {
+fn power_detail(power: Option<&benchpass_format::machine::LinuxPowerFacts>) -> Vec<String> {
     let Some(power) = power else { return Vec::new() };
     [
         power.cpu_governor.as_ref().map(|g| format!("CPU governor {g}")),
@@ -630,7 +630,7 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
 /// (one machine, one measure), or resident size for passes from before it was recorded.
 pub fn memory_measure(pass: &Pass) -> &'static str {
     let measure = pass.info.cells.iter().find_map(|c| c.engine.memory_measure);
-    measure.unwrap_or(harness::platform::MemoryMeasure::Rss).label()
+    measure.unwrap_or(benchpass_format::machine::MemoryMeasure::Rss).label()
 }
 
 #[derive(Debug, Serialize)]

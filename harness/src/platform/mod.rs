@@ -41,29 +41,8 @@ pub fn home_dir() -> Option<std::path::PathBuf> {
     ["HOME", "USERPROFILE"].iter().filter_map(std::env::var_os).find(|h| !h.is_empty()).map(std::path::PathBuf::from)
 }
 
-/// Which memory figure a sample is: what the OS's own tools show for a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryMeasure {
-    /// Resident set size (Linux `VmRSS`): pages in RAM, shared ones included.
-    Rss,
-    /// macOS physical footprint (`ri_phys_footprint`), what Activity Monitor shows as Memory:
-    /// it counts the GPU buffers MLX allocates in unified memory, which resident size misses.
-    PhysFootprint,
-    /// Windows working set (`WorkingSetSize`): pages in RAM, shared ones included, like RSS.
-    WorkingSet,
-}
-
-impl MemoryMeasure {
-    /// How reports name it.
-    pub fn label(self) -> &'static str {
-        match self {
-            MemoryMeasure::Rss => "resident set size (RSS)",
-            MemoryMeasure::PhysFootprint => "physical footprint",
-            MemoryMeasure::WorkingSet => "working set",
-        }
-    }
-}
+/// Which memory figure a sample is: recorded in passes, so the pass format's type.
+pub use benchpass_format::machine::MemoryMeasure;
 
 /// The memory of a process and its descendants at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

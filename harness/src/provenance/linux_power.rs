@@ -4,33 +4,8 @@
 //! The parsers are pure functions of one file's contents and return `None` on anything
 //! unexpected; [`linux_power_facts`] reads the files, on Linux only.
 
-use serde::{Deserialize, Serialize};
-
-/// Power and thermal state on Linux. Fields are absent (or empty) when sysfs does not have them,
-/// as in most containers and virtual machines.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinuxPowerFacts {
-    /// `/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`, e.g. `performance`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_governor: Option<String>,
-    /// Each readable `/sys/class/thermal/thermal_zone*`, in zone order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thermal_zones: Vec<ThermalZone>,
-    /// Whether a power supply of type `Mains` is online; absent when there is none (a desktop
-    /// or server usually lists no supply at all).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_mains_power: Option<bool>,
-}
-
-/// One thermal zone: its `type` and its `temp` in millidegrees Celsius.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ThermalZone {
-    /// The directory name, e.g. `thermal_zone0`.
-    pub zone: String,
-    /// The zone's `type`, e.g. `x86_pkg_temp` or `acpitz`.
-    pub kind: String,
-    pub millicelsius: i64,
-}
+// The facts themselves are the pass format's; this module produces them.
+pub use benchpass_format::machine::{LinuxPowerFacts, ThermalZone};
 
 fn single_token(text: &str) -> Option<&str> {
     let text = text.trim();

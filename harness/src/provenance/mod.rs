@@ -6,17 +6,10 @@ mod machine;
 mod weights;
 
 pub use machine::{machine_info, process_cpu_seconds, thermal_pressure_now};
-pub use weights::{fold, hash_file, hash_weights, hex, HashCache, HashProgress};
+pub use weights::{fold, hash_file, hash_weights, HashCache, HashProgress};
 
-use crate::pass::BenchpassInfo;
-
-pub fn benchpass_info() -> BenchpassInfo {
-    let commit = env!("BENCHPASS_GIT_COMMIT");
-    BenchpassInfo {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        git_commit: (!commit.is_empty()).then(|| commit.to_owned()),
-    }
-}
+// This benchpass's version and commit, and the hex of a digest, as the pass format writes them.
+pub use benchpass_format::{benchpass_info, hex};
 
 /// Now, in UTC, as RFC 3339 with seconds (`2026-11-30T09:03:13Z`).
 pub fn utc_now_rfc3339() -> String {

@@ -19,6 +19,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use benchpass_format::hex;
+
 use crate::pass::{BuildInfo, WeightFile};
 
 /// Called with the number of bytes just read; the total is known up front.
@@ -196,14 +198,6 @@ pub fn hash_file(path: &Path, on_read: &dyn Fn(u64)) -> anyhow::Result<String> {
         on_read(n as u64);
     }
     Ok(hex(&hasher.finalize()))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 #[cfg(test)]

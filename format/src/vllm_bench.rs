@@ -38,7 +38,7 @@ pub const MAX_REQUESTS: usize = 1_000_000;
 
 /// The longest error text of a request a run keeps, as for a server's error body
 /// (`client.rs`); the cut is marked with `…`. Names (`model_id`, `backend`) are cut to
-/// [`probe::MAX_SERVER_STRING_CHARS`](crate::probe::MAX_SERVER_STRING_CHARS): they are
+/// [`bounded::MAX_SERVER_STRING_CHARS`](crate::bounded::MAX_SERVER_STRING_CHARS): they are
 /// repeated into every row of a CSV export.
 pub const MAX_ERROR_CHARS: usize = 2000;
 
@@ -81,7 +81,7 @@ pub fn import(options: VllmBenchImport<'_>) -> anyhow::Result<PathBuf> {
 
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "vllm-bench".to_owned());
     let pass_id = options.pass_id.unwrap_or_else(|| format!("vllm-bench-{stem}"));
-    crate::runner::check_pass_id(&pass_id)?;
+    crate::pass_id::check_pass_id(&pass_id)?;
     let engine = options.engine.unwrap_or_else(|| "openai-compatible".to_owned());
 
     let mut cells: Vec<CellInfo> = Vec::new();
@@ -180,7 +180,7 @@ fn parse_result(value: Value, place: &str) -> anyhow::Result<BenchResult> {
     if !map.contains_key("ttfts") && !map.contains_key("output_lens") {
         bail!("{place}: no `ttfts` or `output_lens`: a pooling (embedding, rerank) benchmark has no generation to import; benchpass imports generation benchmarks only");
     }
-    let model_id = crate::probe::server_string(&field::<String>(&map, "model_id", place)?);
+    let model_id = crate::bounded::server_string(&field::<String>(&map, "model_id", place)?);
     let input_lens: Vec<u64> = field(&map, "input_lens", place)?;
     let output_lens: Vec<u64> = field(&map, "output_lens", place)?;
     let ttfts: Vec<f64> = field(&map, "ttfts", place)?;
@@ -237,7 +237,7 @@ fn lane(map: &Map<String, Value>, max_concurrency: Option<u64>) -> String {
     let mut lane = "vllm-bench".to_owned();
     if let Some(backend) = map.get("backend").and_then(Value::as_str) {
         lane.push(' ');
-        lane.push_str(&crate::probe::server_string(backend));
+        lane.push_str(&crate::bounded::server_string(backend));
     }
     match max_concurrency {
         Some(n) => lane.push_str(&format!(" concurrency {n}")),

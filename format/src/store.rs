@@ -180,7 +180,7 @@ pub fn write_imported(
         status: PassStatus::Imported,
         started_at: String::new(),
         finished_at: None,
-        benchpass: crate::provenance::benchpass_info(),
+        benchpass: super::format::benchpass_info(),
         machine: MachineInfo { name: machine, ..MachineInfo::default() },
         cells,
         request: None,

@@ -9,7 +9,7 @@
 //!   prefill, so n tokens span n − 1 decode intervals;
 //! - prefill tok/s = prompt_tokens / TTFT seconds.
 
-use crate::pass::EventRecord;
+use crate::format::EventRecord;
 
 /// Time to first token and decode span of a run's events, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

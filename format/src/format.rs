@@ -54,6 +54,16 @@ pub struct BenchpassInfo {
     pub git_commit: Option<String>,
 }
 
+/// This benchpass: the workspace's version (every crate shares it) and the commit build.rs
+/// found.
+pub fn benchpass_info() -> BenchpassInfo {
+    let commit = env!("BENCHPASS_GIT_COMMIT");
+    BenchpassInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        git_commit: (!commit.is_empty()).then(|| commit.to_owned()),
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
     /// Host name, or the `machine` column of an imported CSV.
@@ -71,10 +81,10 @@ pub struct MachineInfo {
     /// What a Mac benchmarker checks before trusting a figure: chip, GPU cores, power source
     /// and mode, wired limit, swap, thermal pressure at the pass's start (macOS only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mac: Option<crate::provenance::mac::MacFacts>,
+    pub mac: Option<crate::machine::MacFacts>,
     /// The Linux equivalents where they exist: CPU governor, thermal zones, mains power.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power: Option<crate::provenance::linux_power::LinuxPowerFacts>,
+    pub power: Option<crate::machine::LinuxPowerFacts>,
 }
 
 /// One engine + build + model + lane: the unit a table shows.
@@ -194,7 +204,7 @@ pub struct EngineInfo {
     /// Absent where no memory was sampled, and in passes from before it was recorded (Linux
     /// resident size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_measure: Option<crate::platform::MemoryMeasure>,
+    pub memory_measure: Option<crate::machine::MemoryMeasure>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -437,7 +447,7 @@ pub struct RunRecord {
     /// the run (macOS: `notifyutil -g com.apple.system.thermalpressurelevel`); absent where
     /// the OS does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thermal_pressure: Option<crate::provenance::mac::ThermalPressure>,
+    pub thermal_pressure: Option<crate::machine::ThermalPressure>,
     /// Speculative decoding's draft acceptance for this run (0 to 1) as the engine's own log
     /// gave it, where the engine gives a ratio and no counts (oMLX's DFlash `acceptance=`),
     /// and one stream ran at a time.
@@ -631,7 +641,7 @@ impl PassInfo {
             status: PassStatus::Complete,
             started_at: String::new(),
             finished_at: None,
-            benchpass: crate::provenance::benchpass_info(),
+            benchpass: benchpass_info(),
             machine: MachineInfo { name: machine.into(), ..MachineInfo::default() },
             cells,
             request: None,
@@ -699,6 +709,15 @@ impl RunRecord {
             hasher.update(event.text.as_bytes());
             hasher.update(event.tool_args.as_bytes());
         }
-        Some(crate::provenance::hex(&hasher.finalize()))
+        Some(hex(&hasher.finalize()))
     }
+}
+
+/// `bytes` as lowercase hex, how the files write every digest.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }

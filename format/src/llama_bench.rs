@@ -57,7 +57,7 @@ pub fn import(options: LlamaBenchImport<'_>) -> anyhow::Result<PathBuf> {
     }
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "llama-bench".to_owned());
     let pass_id = options.pass_id.unwrap_or_else(|| format!("llama-bench-{stem}"));
-    crate::runner::check_pass_id(&pass_id)?;
+    crate::pass_id::check_pass_id(&pass_id)?;
 
     let mut cells: Vec<CellInfo> = Vec::new();
     let mut runs = Vec::new();

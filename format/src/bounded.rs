@@ -31,6 +31,16 @@ pub const MAX_BYTES: usize = 64 << 10;
 /// (`completion_tokens`, `draft_n`, `predicted_per_second`).
 pub const MAX_KEPT_STRING: usize = 256;
 
+/// The longest server-provided string a pass keeps (a version, a process name): a server
+/// that sends megabytes there would otherwise repeat them into every CSV row.
+pub const MAX_SERVER_STRING_CHARS: usize = 200;
+
+/// `text` cut to [`MAX_SERVER_STRING_CHARS`], with `…` where it was cut; the key is redacted
+/// first, so that one straddling the cut leaves nothing of itself.
+pub fn server_string(text: &str) -> String {
+    crate::secrets::redacted_cut(text, MAX_SERVER_STRING_CHARS)
+}
+
 /// The marker that replaces an array or object nested deeper than [`MAX_DEPTH`].
 pub fn deeper_marker() -> String {
     format!("<cut: nested deeper than {MAX_DEPTH}>")

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::sync::RwLock;
 
-use crate::pass::EventRecord;
+use crate::format::EventRecord;
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[redacted]";
@@ -250,7 +250,7 @@ fn redact_bearer(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pass::{TokenLogprob, TopLogprob};
+    use crate::format::{TokenLogprob, TopLogprob};
 
     // The registry is process-wide: these tests register keys no other test uses.
     #[test]

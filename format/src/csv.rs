@@ -345,7 +345,7 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
 
     // Check every folder before writing any, so that a failed import leaves nothing behind.
     for build in &passes {
-        crate::runner::check_pass_id(&build.pass_id).map_err(|e| ImportError::BadPassId {
+        crate::pass_id::check_pass_id(&build.pass_id).map_err(|e| ImportError::BadPassId {
             path: path.clone(),
             message: format!("{e:#}"),
         })?;

@@ -1,0 +1,199 @@
+//! The facts a pass records about the machine it ran on, beyond `MachineInfo`'s own fields: a
+//! Mac's chip, cores, power and thermal pressure ([`MacFacts`], [`ThermalPressure`]), Linux's
+//! governor, thermal zones and mains power ([`LinuxPowerFacts`]), and which memory figure a
+//! run's peak is ([`MemoryMeasure`]).
+//!
+//! Only the types are here, as the files hold them. What produces them (the parsers of each
+//! command's output, the sysfs and `/proc` readers) is the harness's: `provenance/mac.rs`,
+//! `provenance/linux_power.rs` and `platform/`.
+
+use serde::{Deserialize, Serialize};
+
+/// What macOS says about the machine. Every field is absent when its command failed or printed
+/// something the parser does not recognise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MacFacts {
+    /// `sysctl -n machdep.cpu.brand_string`, e.g. `Apple M1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chip: Option<String>,
+    /// `sysctl -n hw.model`, e.g. `MacBookAir10,1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_identifier: Option<String>,
+    /// `sysctl -n hw.perflevel0.physicalcpu`: performance cores (Apple Silicon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_cores: Option<u32>,
+    /// `sysctl -n hw.perflevel1.physicalcpu`: efficiency cores (Apple Silicon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_cores: Option<u32>,
+    /// `"gpu-core-count"` of the AGXAccelerator node in `ioreg -rc AGXAccelerator -d1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_cores: Option<u32>,
+    /// `sysctl -n hw.memsize`: unified memory in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// `sw_vers`: ProductName, ProductVersion and BuildVersion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<SwVers>,
+    /// `sysctl -n sysctl.proc_translated`: benchpass itself runs under Rosetta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rosetta: Option<bool>,
+    /// First line of `pmset -g batt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_source: Option<PowerSource>,
+    /// `powermode` or `lowpowermode` in `pmset -g`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_mode: Option<PowerMode>,
+    /// `sysctl -n iogpu.wired_limit_mb`, in MiB; 0 means no override is set and macOS's own
+    /// default limit applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_wired_limit_mb: Option<u64>,
+    /// `sysctl -n vm.swapusage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap: Option<SwapUsage>,
+    /// `notifyutil -g com.apple.system.thermalpressurelevel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal_pressure: Option<ThermalPressure>,
+}
+
+/// `sw_vers` output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwVers {
+    /// `macOS` (11 and later) or `Mac OS X` (10.x).
+    pub product_name: String,
+    pub product_version: String,
+    pub build_version: String,
+}
+
+/// Where the Mac draws its power from, as the first line of `pmset -g batt` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PowerSource {
+    /// `Now drawing from 'AC Power'`.
+    Ac,
+    /// `Now drawing from 'Battery Power'`.
+    Battery,
+}
+
+/// The energy mode in `pmset -g`: 0 Automatic, 1 Low Power, 2 High Power.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PowerMode {
+    Automatic,
+    Low,
+    High,
+}
+
+impl PowerMode {
+    pub fn from_value(value: u8) -> Option<Self> {
+        match value {
+            0 => Some(Self::Automatic),
+            1 => Some(Self::Low),
+            2 => Some(Self::High),
+            _ => None,
+        }
+    }
+}
+
+/// `sysctl vm.swapusage`, in bytes (the OS prints MiB with two decimals; each figure here is
+/// that printed value converted and rounded to the nearest byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwapUsage {
+    pub total_bytes: u64,
+    pub used_bytes: u64,
+    pub free_bytes: u64,
+    pub encrypted: bool,
+}
+
+/// macOS's thermal pressure level (`OSThermalPressureLevel` in `libkern/OSThermalNotification.h`,
+/// macOS values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThermalPressure {
+    Nominal,
+    Moderate,
+    Heavy,
+    Trapping,
+    Sleeping,
+}
+
+impl ThermalPressure {
+    /// The macOS level number: 0 nominal … 4 sleeping. Other Apple platforms number their levels
+    /// 0/10/20/30/40/50; those are not macOS values and give `None`.
+    pub fn from_level(level: u64) -> Option<Self> {
+        match level {
+            0 => Some(Self::Nominal),
+            1 => Some(Self::Moderate),
+            2 => Some(Self::Heavy),
+            3 => Some(Self::Trapping),
+            4 => Some(Self::Sleeping),
+            _ => None,
+        }
+    }
+
+    /// How it is named in passes and reports: `nominal`, `moderate`, `heavy`, `trapping`, `sleeping`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Nominal => "nominal",
+            Self::Moderate => "moderate",
+            Self::Heavy => "heavy",
+            Self::Trapping => "trapping",
+            Self::Sleeping => "sleeping",
+        }
+    }
+
+    /// The machine is warm enough that macOS reports pressure (moderate or worse): a run measured
+    /// then may have been slowed by it.
+    pub fn is_above_nominal(self) -> bool {
+        self != Self::Nominal
+    }
+}
+
+/// Power and thermal state on Linux. Fields are absent (or empty) when sysfs does not have them,
+/// as in most containers and virtual machines.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinuxPowerFacts {
+    /// `/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`, e.g. `performance`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_governor: Option<String>,
+    /// Each readable `/sys/class/thermal/thermal_zone*`, in zone order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thermal_zones: Vec<ThermalZone>,
+    /// Whether a power supply of type `Mains` is online; absent when there is none (a desktop
+    /// or server usually lists no supply at all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_mains_power: Option<bool>,
+}
+
+/// One thermal zone: its `type` and its `temp` in millidegrees Celsius.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThermalZone {
+    /// The directory name, e.g. `thermal_zone0`.
+    pub zone: String,
+    /// The zone's `type`, e.g. `x86_pkg_temp` or `acpitz`.
+    pub kind: String,
+    pub millicelsius: i64,
+}
+
+/// Which memory figure a sample is: what the OS's own tools show for a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryMeasure {
+    /// Resident set size (Linux `VmRSS`): pages in RAM, shared ones included.
+    Rss,
+    /// macOS physical footprint (`ri_phys_footprint`), what Activity Monitor shows as Memory:
+    /// it counts the GPU buffers MLX allocates in unified memory, which resident size misses.
+    PhysFootprint,
+    /// Windows working set (`WorkingSetSize`): pages in RAM, shared ones included, like RSS.
+    WorkingSet,
+}
+
+impl MemoryMeasure {
+    /// How reports name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            MemoryMeasure::Rss => "resident set size (RSS)",
+            MemoryMeasure::PhysFootprint => "physical footprint",
+            MemoryMeasure::WorkingSet => "working set",
+        }
+    }
+}

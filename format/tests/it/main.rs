@@ -1,0 +1,5 @@
+//! The format crate's integration tests: what it links (`layering`) and that the runs CSV of
+//! every fixture round-trips through it (`round_trip`).
+
+mod layering;
+mod round_trip;
