@@ -91,7 +91,7 @@ fn a_sweep_diffed_against_one_level_pairs_level_with_level_and_shows_the_level()
 
 #[test]
 fn a_sweep_exported_and_imported_keeps_its_levels_apart() {
-    let sim = Sim::start(&["--decode-tps", "2000", "--prefill-tps", "1000000"]);
+    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000"]);
     let tmp = temp_dir();
     let pass = tmp.path().join("sweep");
     run_pass(&sim, &pass, &["--concurrency", "1,2", "--runs", "4", "--max-tokens", "8", "--pass-id", "sweep"]);
