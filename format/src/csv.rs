@@ -240,12 +240,25 @@ pub enum ImportError {
     MixedMachines { path: PathBuf, line: u64, pass_id: String, first: String, found: String },
     #[error("{path}: {message}")]
     BadPassId { path: PathBuf, message: String },
-    #[error("{path}:{line}: the {step} step of `{engine}` has {column} `{found}` here but `{first}` earlier; a step's runs are requested one way")]
-    MixedRequest { path: PathBuf, line: u64, step: String, engine: String, column: &'static str, first: String, found: String },
+    #[error(transparent)]
+    MixedRequest(Box<MixedRequest>),
     #[error("{path}: no runs in the file")]
     Empty { path: PathBuf },
     #[error(transparent)]
     Pass(#[from] PassError),
+}
+
+/// Two rows of one step that say it was requested two ways (boxed: the error stays small).
+#[derive(Debug, thiserror::Error)]
+#[error("{path}:{line}: the {step} step of `{engine}` has {column} `{found}` here but `{first}` earlier; a step's runs are requested one way")]
+pub struct MixedRequest {
+    pub path: PathBuf,
+    pub line: u64,
+    pub step: String,
+    pub engine: String,
+    pub column: &'static str,
+    pub first: String,
+    pub found: String,
 }
 
 struct PassBuild {
@@ -327,14 +340,16 @@ pub fn import_runs(csv_path: &Path, out_dir: &Path) -> Result<Vec<PathBuf>, Impo
         let request = row.request()?;
         if request != StepRequest::default() {
             let cell = build.cells.iter_mut().find(|c| c.id == run.cell).expect("the cell was found or added above");
-            record_request(cell, &run, request).map_err(|(column, first, found)| ImportError::MixedRequest {
-                path: path.clone(),
-                line,
-                step: step_name(&run),
-                engine: cell_label(cell),
-                column,
-                first,
-                found,
+            record_request(cell, &run, request).map_err(|(column, first, found)| {
+                ImportError::MixedRequest(Box::new(MixedRequest {
+                    path: path.clone(),
+                    line,
+                    step: step_name(&run),
+                    engine: cell_label(cell),
+                    column,
+                    first,
+                    found,
+                }))
             })?;
         }
         build.runs.push(run);
