@@ -136,6 +136,7 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
         pass => view::header(pass),
         tables => tables,
         notes => notes,
+        level_columns => view::Levels::of(steps).columns(),
         spec => view::spec(steps),
         memory => view::memory(steps),
         memory_sources => view::memory_sources(pass),
