@@ -34,7 +34,6 @@ pub(crate) fn environment() -> Environment<'static> {
     env.set_auto_escape_callback(|name| if name.contains(".html") { AutoEscape::Html } else { AutoEscape::None });
     env.add_filter("md", md_escape);
     env.add_filter("marks", md_marks);
-    env.add_filter("md_note_links", md_note_links);
     env.add_filter("html_note_links", html_note_links);
     for (name, source) in [
         ("report.md.j2", include_str!("../../report-templates/report.md.j2")),
@@ -66,15 +65,20 @@ pub fn md_escape(value: String) -> String {
     out
 }
 
-/// Footnote marks in Markdown: `*` escaped (it would italicise), numbers superscript.
+/// Footnote marks in Markdown, as plain text that renders alike on GitHub, Reddit, forums and
+/// a terminal (no HTML: no `<sup>`, no anchors): `*` escaped (it would italicise), numbers as
+/// superscript digits, `**2,3` → `\*\*²,³`.
 pub fn md_marks(marks: String) -> String {
-    let n_stars = marks.chars().take_while(|&c| c == '*').count();
-    let (star, numbers) = ("\\*".repeat(n_stars), &marks[n_stars..]);
-    if numbers.is_empty() {
-        star
-    } else {
-        format!("{star}<sup>{numbers}</sup>")
-    }
+    let (stars, numbers) = split_marks(&marks);
+    let numbers: Vec<String> = numbers.iter().map(|n| superscript(n)).collect();
+    format!("{}{}", "\\*".repeat(stars.len()), numbers.join(","))
+}
+
+/// A note number in superscript digits (`12` → `¹²`). The marks are made by `view::Notes`
+/// (digits only); anything else is escaped as Markdown all the same.
+fn superscript(number: &str) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    number.chars().map(|c| c.to_digit(10).map_or_else(|| md_escape(c.to_string()), |d| DIGITS[d as usize].to_string())).collect()
 }
 
 /// The marks of a figure, each one split out: `**2,3` → `**`, `2`, `3`.
@@ -82,21 +86,6 @@ fn split_marks(marks: &str) -> (&str, Vec<&str>) {
     let n_stars = marks.chars().take_while(|&c| c == '*').count();
     let numbers = marks[n_stars..].split(',').filter(|n| !n.is_empty()).collect();
     (&marks[..n_stars], numbers)
-}
-
-/// [`md_marks`] with each mark a link to its note (`view::note_id`), where Markdown renders
-/// links: `\*<sup>[2](#note-2),[3](#note-3)</sup>`.
-pub fn md_note_links(marks: String) -> String {
-    let (stars, numbers) = split_marks(&marks);
-    let mut out = String::new();
-    if !stars.is_empty() {
-        out.push_str(&format!("[{}](#{})", "\\*".repeat(stars.len()), view::note_id(stars)));
-    }
-    if !numbers.is_empty() {
-        let links: Vec<String> = numbers.iter().map(|n| format!("[{}](#{})", md_escape((*n).to_owned()), view::note_id(n))).collect();
-        out.push_str(&format!("<sup>{}</sup>", links.join(",")));
-    }
-    out
 }
 
 /// The marks of a figure as HTML: `<sup>` with a link to each note's anchor. The marks are
@@ -147,6 +136,7 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
         pass => view::header(pass),
         tables => tables,
         notes => notes,
+        level_columns => view::Levels::of(steps).columns(),
         spec => view::spec(steps),
         memory => view::memory(steps),
         memory_sources => view::memory_sources(pass),
@@ -180,5 +170,12 @@ mod tests {
     #[test]
     fn table_breakers_are_escaped() {
         assert_eq!(super::md_escape("a|b<script>".to_owned()), "a\\|b&lt;script&gt;");
+    }
+
+    #[test]
+    fn marks_are_plain_text() {
+        assert_eq!(super::md_marks("**2,3".to_owned()), "\\*\\*²,³");
+        assert_eq!(super::md_marks("10,12".to_owned()), "¹⁰,¹²");
+        assert_eq!(super::md_marks(String::new()), "");
     }
 }

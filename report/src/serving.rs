@@ -23,6 +23,8 @@ struct StepView {
     lane: String,
     workload: String,
     streams: u32,
+    /// The arrival rate, shown only where the steps have more than one (`crate::view::Levels`).
+    rate: String,
     runs: String,
     output_tps: String,
     requests_per_s: String,
@@ -47,7 +49,8 @@ pub fn render(steps: &[CellStep]) -> Result<Option<ServingSection>, minijinja::E
         .iter()
         .filter_map(|s| s.serving.as_ref())
         .any(|s| Latency::ALL.iter().filter_map(|&l| s.latency(l)).any(|p| PERCENTILES.iter().any(|&q| q > 50 && p.tail_is_max(q))));
-    let ctx = context! { steps => views, any_max => any_max };
+    let show_rate = crate::view::Levels::of(steps).rate;
+    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate };
     let mut env = crate::environment();
     env.add_template("serving.md.j2", include_str!("../../report-templates/serving.md.j2"))?;
     env.add_template("serving.html.j2", include_str!("../../report-templates/serving.html.j2"))?;
@@ -69,6 +72,7 @@ fn view(step: &CellStep, s: &Serving) -> StepView {
         lane: step.lane.clone(),
         workload,
         streams: s.concurrency,
+        rate: crate::view::Levels { streams: false, rate: true }.values(step).concat(),
         runs: if s.n_failed == 0 { s.n_ok.to_string() } else { format!("{} ({} failed)", s.n_ok, s.n_failed) },
         output_tps: s.output_tps.map_or("–".to_owned(), |v| format!("{v:.1}")),
         requests_per_s: s.requests_per_s.map_or("–".to_owned(), |v| format!("{v:.2}")),

@@ -18,8 +18,14 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Pass {}\n", md(&pass.info.pass_id));
     let _ = writeln!(out, "Machine: {} · benchpass {}\n", md(&pass.info.machine.name), pass.info.benchpass.version);
-    out.push_str("| engine | model | workload | target | prompt tokens | TTFT ms | decode tok/s | prefill tok/s | runs | notes |\n");
-    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+    // A sweep's steps of one cell and workload differ only in their load: it gets columns
+    // (streams, rate) where the pass has more than one level, and none where it has one.
+    let levels = crate::view::Levels::of(steps);
+    let level_cells = |step: &CellStep| levels.values(step).iter().map(|v| format!(" {v} |")).collect::<String>();
+    let level_head: String = levels.columns().iter().map(|c| format!(" {c} |")).collect();
+    let level_rule = "---:|".repeat(levels.columns().len());
+    let _ = writeln!(out, "| engine | model | workload | target |{level_head} prompt tokens | TTFT ms | decode tok/s | prefill tok/s | runs | notes |");
+    let _ = writeln!(out, "|---|---|---|---:|{level_rule}---:|---:|---:|---:|---:|---|");
     let mut notes = Notes::default();
     for step in steps {
         let marks = notes.marks(&step.reasons, crate::view::ShortStopMark::for_decode(step));
@@ -30,9 +36,10 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
             let cache = agent.cache_hit_ratio.map_or(String::new(), |r| format!(", {:.1} % cached", r * 100.0));
             let _ = writeln!(
                 out,
-                "| {} | {} | agent | – | – | cold {} · cached {}{} | {} | – | {} turns, {} session{} | {} |",
+                "| {} | {} | agent | – |{} – | cold {} · cached {}{} | {} | – | {} turns, {} session{} | {} |",
                 md(&step.engine),
                 md(&step.model),
+                level_cells(step),
                 ttft(agent.ttft_cold_ms.as_ref()),
                 ttft(agent.ttft_cached_ms.as_ref()),
                 cache,
@@ -46,11 +53,12 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
         }
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |{} {} | {} | {} | {} | {} | {} |",
             md(&step.engine),
             md(&step.model),
             step.workload.as_str(),
             step.target_prompt_tokens,
+            level_cells(step),
             step.prompt_tokens.as_ref().map_or("–".to_owned(), |m| format!("{:.0}", m.median)),
             figure(step.ttft.as_ref(), 1),
             figure(step.decode.as_ref(), 1),

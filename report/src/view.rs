@@ -12,6 +12,9 @@ pub struct Table {
     pub title: String,
     pub caption: String,
     pub corner: String,
+    /// The load columns after the corner (`streams`, `rate`), where the pass has steps at more
+    /// than one level ([`Levels`]); empty otherwise, and the table is as it always was.
+    pub level_columns: Vec<String>,
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
 }
@@ -19,7 +22,48 @@ pub struct Table {
 #[derive(Debug, Serialize)]
 pub struct Row {
     pub label: String,
+    /// The row's values of [`Table::level_columns`].
+    pub levels: Vec<String>,
     pub cells: Vec<Cell>,
+}
+
+/// Which load levels a table that shows a step must name: the streams where the pass has
+/// steps at more than one concurrency (a `--concurrency 1,2,4` sweep), the arrival rate where
+/// it has more than one. A pass at one level names neither, so its tables keep their layout;
+/// a sweep's rows of one cell and workload, otherwise alike, are told apart by them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Levels {
+    pub streams: bool,
+    pub rate: bool,
+}
+
+impl Levels {
+    pub fn of(steps: &[CellStep]) -> Levels {
+        let differ = |f: &dyn Fn(&CellStep) -> String| steps.iter().any(|s| f(s) != f(&steps[0]));
+        Levels { streams: differ(&|s| s.concurrency.to_string()), rate: differ(&|s| rate_text(s.request.request_rate)) }
+    }
+
+    /// The column names, in the order [`Levels::values`] gives them.
+    pub fn columns(self) -> Vec<String> {
+        [(self.streams, "streams"), (self.rate, "rate")].into_iter().filter(|(shown, _)| *shown).map(|(_, name)| name.to_owned()).collect()
+    }
+
+    /// `step`'s values: its streams, its arrival rate (`2 req/s`, `–` for streams kept busy).
+    pub fn values(self, step: &CellStep) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.streams {
+            out.push(step.concurrency.to_string());
+        }
+        if self.rate {
+            out.push(rate_text(step.request.request_rate));
+        }
+        out
+    }
+}
+
+/// An arrival rate as the tables print it: `2.5 req/s`, or `–` where the streams were kept busy.
+fn rate_text(rate: Option<f64>) -> String {
+    rate.map_or("–".to_owned(), |r| format!("{r} req/s"))
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -164,6 +208,7 @@ fn grid(
     title: &str,
     caption: &str,
     corner: &str,
+    levels: Levels,
     steps: &[&CellStep],
     row_of: impl Fn(&CellStep) -> String,
     column_of: impl Fn(&CellStep) -> (u64, String),
@@ -173,7 +218,9 @@ fn grid(
     if steps.is_empty() {
         return None;
     }
-    let mut rows: Vec<String> = Vec::new();
+    // A row is its label and its load levels: a sweep's steps of one engine get a row each.
+    let row_of = |s: &CellStep| (row_of(s), levels.values(s));
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     let mut columns: Vec<(u64, String)> = Vec::new();
     for s in steps {
         let r = row_of(s);
@@ -206,8 +253,9 @@ fn grid(
         title: title.to_owned(),
         caption: caption.to_owned(),
         corner: corner.to_owned(),
+        level_columns: levels.columns(),
         columns: columns.into_iter().map(|(_, name)| name).collect(),
-        rows: rows.into_iter().zip(cells).map(|(label, cells)| Row { label, cells }).collect(),
+        rows: rows.into_iter().zip(cells).map(|((label, levels), cells)| Row { label, levels, cells }).collect(),
     })
 }
 
@@ -342,6 +390,7 @@ pub fn quality_note(rows: &[QualityRow]) -> QualityNote {
 fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
     let mut notes = Notes::default();
     let lanes_differ = steps.iter().any(|s| s.lane != steps[0].lane);
+    let levels = Levels::of(steps);
     let of = |w: Workload| steps.iter().filter(|s| s.workload == w).collect::<Vec<_>>();
     let (sustained, matrix, pptg) = (of(Workload::Sustained), of(Workload::PromptMatrix), of(Workload::PpTg));
     let by_engine = |s: &CellStep| engine_label(s, lanes_differ);
@@ -354,6 +403,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         "Sustained decode (tok/s)",
         "Engines × model families: the same short prose prompt, decoded to the token cap.",
         "engine",
+        levels,
         &sustained,
         by_engine,
         |s| (0, s.family.clone()),
@@ -364,6 +414,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         "Prompt-size matrix: decode (tok/s) · actual prompt tokens",
         "Decode rate at each prompt-size target, with the prompt tokens the engine actually counted.",
         "engine · family",
+        levels,
         &matrix,
         by_engine_family,
         by_target,
@@ -381,6 +432,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         "Time to first token (ms)",
         "Request sent → first token received, at each prompt-size target (0: the sustained prompt).",
         "engine · family",
+        levels,
         &ttft_steps,
         by_engine_family,
         by_target,
@@ -393,6 +445,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         "Prefill (tok/s)",
         "Actual prompt tokens ÷ time to first token: an end-to-end prefill rate, network and queueing included. Prompt-size matrix only: the sustained prompt repeats, and a prompt cache skips its prefill.",
         "engine · family",
+        levels,
         &matrix,
         by_engine_family,
         by_target,
@@ -403,6 +456,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         "ppN-tgM: decode (tok/s)",
         "The standardized protocol: N prompt tokens, M generated.",
         "engine · family",
+        levels,
         &pptg,
         by_engine_family,
         by_pptg,
@@ -413,6 +467,7 @@ fn speed_tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
         "ppN-tgM: prefill (tok/s)",
         "Actual prompt tokens ÷ time to first token.",
         "engine · family",
+        levels,
         &pptg,
         by_engine_family,
         by_pptg,
@@ -599,6 +654,8 @@ pub struct SpecRow {
     pub cell: String,
     pub workload: String,
     pub target: u64,
+    /// Its values of [`Levels::columns`] (`level_columns` in the templates).
+    pub levels: Vec<String>,
     pub acceptance: String,
 }
 
@@ -607,11 +664,13 @@ pub struct MemoryRow {
     pub cell: String,
     pub workload: String,
     pub target: u64,
+    pub levels: Vec<String>,
     pub peak: String,
 }
 
 /// Peak server memory per step, where benchpass started the engine and could sample it.
 pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
+    let levels = Levels::of(steps);
     steps
         .iter()
         .filter_map(|s| {
@@ -620,6 +679,7 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
                 cell: format!("{} · {}", s.engine, s.family),
                 workload: s.workload.as_str().to_owned(),
                 target: s.target_prompt_tokens,
+                levels: levels.values(s),
                 peak: format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64),
             })
         })
@@ -716,11 +776,13 @@ pub struct ReconcileRow {
     pub cell: String,
     pub workload: String,
     pub target: u64,
+    pub levels: Vec<String>,
     pub ratio: String,
 }
 
 /// benchpass's decode rate against the server's own, where the server reports timings.
 pub fn reconciliation(steps: &[CellStep]) -> Vec<ReconcileRow> {
+    let levels = Levels::of(steps);
     steps
         .iter()
         .filter_map(|s| {
@@ -728,6 +790,7 @@ pub fn reconciliation(steps: &[CellStep]) -> Vec<ReconcileRow> {
                 cell: format!("{} · {}", s.engine, s.family),
                 workload: s.workload.as_str().to_owned(),
                 target: s.target_prompt_tokens,
+                levels: levels.values(s),
                 ratio: format!("{:.3}", s.reconciliation?),
             })
         })
@@ -735,6 +798,7 @@ pub fn reconciliation(steps: &[CellStep]) -> Vec<ReconcileRow> {
 }
 
 pub fn spec(steps: &[CellStep]) -> Vec<SpecRow> {
+    let levels = Levels::of(steps);
     steps
         .iter()
         .filter_map(|s| {
@@ -743,6 +807,7 @@ pub fn spec(steps: &[CellStep]) -> Vec<SpecRow> {
                 cell: format!("{} · {}", s.engine, s.family),
                 workload: s.workload.as_str().to_owned(),
                 target: s.target_prompt_tokens,
+                levels: levels.values(s),
                 acceptance: format!("{:.1}%", a * 100.0),
             })
         })

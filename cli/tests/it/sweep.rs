@@ -172,3 +172,68 @@ fn leaderboard_rows_measured_otherwise_differ_in_their_key_columns() {
     assert!(rows.iter().any(|r| r[at("max_tokens")] == "9"), "{text}");
     assert!(rows.iter().all(|r| r[at("concurrency")] == "2" && r[at("api")] == "chat"), "{text}");
 }
+
+/// The rows of the Markdown table under `## {title}` (its header first), each split in cells.
+fn table_rows(markdown: &str, title: &str) -> Vec<Vec<String>> {
+    let section = markdown.split(&format!("## {title}")).nth(1).unwrap_or_else(|| panic!("no section {title} in {markdown}"));
+    let table = section.split("\n## ").next().unwrap();
+    let lines = table.lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|'));
+    lines.filter(|l| !l.starts_with("|---")).map(|l| l.trim_matches('|').split(" | ").map(|c| c.trim().to_owned()).collect()).collect()
+}
+
+/// The run-end table on stderr: the lines of the first Markdown table there.
+fn run_end_rows(stderr: &str) -> Vec<Vec<String>> {
+    let lines = stderr.lines().skip_while(|l| !l.starts_with("| engine |")).take_while(|l| l.starts_with('|'));
+    lines.filter(|l| !l.starts_with("|---")).map(|l| l.trim_matches('|').split(" | ").map(|c| c.trim().to_owned()).collect()).collect()
+}
+
+#[test]
+fn every_table_of_a_sweep_tells_its_levels_apart_by_a_streams_column() {
+    let sim = Sim::start(&["--timings", "--decode-tps", "2000", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let run = |dir: &std::path::Path, levels: &str| {
+        let out = dir.to_str().unwrap();
+        let args = ["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--out", out, "--progress", "plain"];
+        let output = benchpass(&[&args[..], &["--concurrency", levels, "--prompt-tokens", "128", "--runs", "4", "--max-tokens", "8"]].concat());
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let sweep = tmp.path().join("sweep");
+    let stderr = run(&sweep, "1,2");
+
+    // The run-end table: a streams column after the target, one row a level.
+    let rows = run_end_rows(&stderr);
+    assert_eq!(rows[0][..5], ["engine", "model", "workload", "target", "streams"], "{stderr}");
+    let levels: Vec<(&str, &str)> = rows[1..].iter().map(|r| (r[3].as_str(), r[4].as_str())).collect();
+    assert_eq!(levels, [("128", "1"), ("128", "2")], "{stderr}");
+
+    // The report: each table that shows a step has a row a level, told apart by its streams.
+    let report = tmp.path().join("report");
+    let output = benchpass(&["report", sweep.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    for title in ["Prompt-size matrix: decode", "Time to first token", "Prefill"] {
+        let rows = table_rows(&md, title);
+        assert_eq!(rows[0][..3], ["engine · family", "streams", "128"], "{title}: {md}");
+        let streams: Vec<&str> = rows[1..].iter().map(|r| r[1].as_str()).collect();
+        assert_eq!(streams, ["1", "2"], "{title}: {md}");
+        assert!(rows[1][0] == rows[2][0], "{title}: one engine and family, two levels");
+    }
+    for title in ["Reconciliation with the server's own timings", "Server memory"] {
+        let rows = table_rows(&md, title);
+        assert_eq!(rows[0][..4], ["cell", "workload", "target", "streams"], "{title}: {md}");
+        let levels: Vec<(&str, &str)> = rows[1..].iter().map(|r| (r[2].as_str(), r[3].as_str())).collect();
+        assert_eq!(levels, [("128", "1"), ("128", "2")], "{title}: {md}");
+    }
+
+    // A pass at one level keeps the layout without the column.
+    let one = tmp.path().join("one");
+    let stderr = run(&one, "2");
+    let rows = run_end_rows(&stderr);
+    assert_eq!(rows[0][..5], ["engine", "model", "workload", "target", "prompt tokens"], "{stderr}");
+    let output = benchpass(&["report", one.to_str().unwrap(), "--out", tmp.path().join("report-one").to_str().unwrap()]);
+    assert!(output.status.success());
+    let md = std::fs::read_to_string(tmp.path().join("report-one/report.md")).unwrap();
+    assert_eq!(table_rows(&md, "Prompt-size matrix: decode")[0][..2], ["engine · family", "128"], "{md}");
+    assert_eq!(table_rows(&md, "Server memory")[0][..4], ["cell", "workload", "target", "peak"], "{md}");
+}

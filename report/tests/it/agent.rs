@@ -145,6 +145,7 @@ fn the_agent_section_holds_the_schedules_figures_and_opens_in_chromium() {
     let steps = analysis::cells::summarize(&pass).unwrap();
     let rendered = report::render_pass(&pass, &steps).unwrap();
     let md = &rendered.markdown;
+    crate::plain_markdown::assert_plain("a report with an agent section", md);
     let row = agent_row(md);
     assert_eq!((row["sessions"].as_str(), row["turns"].as_str()), ("1", truth.len().to_string().as_str()));
     assert!((number(&row["cold TTFT"]) - cold).abs() < 0.051, "{} against {cold:.1}", row["cold TTFT"]);

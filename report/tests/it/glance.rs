@@ -31,7 +31,7 @@ fn the_best_decode_and_the_best_ttft_are_marked_once_per_column_in_their_directi
     let r = report::render_pass(&pass, &steps).unwrap();
     let sustained = sustained_section(&r.markdown);
     assert_eq!(sustained.matches('◆').count(), 1, "{sustained}");
-    assert!(row(sustained, "mlx-lm").contains("| **101.0 ±2.0%** ◆<sup>"), "{sustained}");
+    assert!(row(sustained, "mlx-lm").contains("| **101.0 ±2.0%** ◆¹"), "{sustained}");
     // Lower is better for TTFT: llama.cpp's 60 ms, not the 200 ms.
     let ttft = r.markdown.split("## Time to first token").nth(1).unwrap().split("## ").next().unwrap();
     assert_eq!(ttft.matches('◆').count(), 1, "{ttft}");
@@ -78,7 +78,27 @@ fn a_burst_or_an_incomparable_figure_is_never_the_best() {
     assert_eq!(sustained_section(&r.markdown).matches('◆').count(), 0, "one comparable cell has no best: {}", r.markdown);
 }
 
-/// Every `href="#x"` in `html` has its `id="x"`; every Markdown `](#x)` its `<a id="x">`.
+/// Superscript digits back to a number: `¹²` → 12.
+fn from_superscript(marks: &str) -> Option<u32> {
+    marks.chars().map(|c| "⁰¹²³⁴⁵⁶⁷⁸⁹".chars().position(|d| d == c)).try_fold(0u32, |n, d| Some(n * 10 + d? as u32))
+}
+
+/// The marks of each figure in the Markdown's tables, as numbers: `448.8 ±2.0%³,⁵,⁶` → [3, 5, 6].
+fn markdown_marks(markdown: &str) -> Vec<Vec<u32>> {
+    let is_sup = |c: char| "⁰¹²³⁴⁵⁶⁷⁸⁹,".contains(c);
+    let cells = markdown.lines().filter(|l| l.starts_with("| ")).flat_map(|l| l.split(" |"));
+    cells
+        .filter_map(|cell| {
+            let cell = cell.trim_end();
+            let tail = &cell[cell.trim_end_matches(is_sup).len()..];
+            let numbers: Vec<u32> = tail.split(',').filter(|n| !n.is_empty()).map(|n| from_superscript(n).unwrap()).collect();
+            (!numbers.is_empty()).then_some(numbers)
+        })
+        .collect()
+}
+
+/// Every `href="#x"` in `html` has its `id="x"`; every mark in the Markdown (`¹`, `\*`) a note
+/// in the list under `## Notes` that starts with it.
 fn assert_links_land(markdown: &str, html: &str) {
     let targets = |text: &str, open: &str, close: char| -> Vec<String> {
         text.split(open).skip(1).map(|rest| rest.split(close).next().unwrap().to_owned()).collect()
@@ -88,10 +108,15 @@ fn assert_links_land(markdown: &str, html: &str) {
     for id in html_links {
         assert!(html.contains(&format!(" id=\"{id}\"")), "#{id} has no target");
     }
-    let md_links = targets(markdown, "](#", ')');
-    assert!(!md_links.is_empty());
-    for id in md_links {
-        assert!(markdown.contains(&format!("<a id=\"{id}\"></a>")), "#{id} has no target in the Markdown");
+    let marks = markdown_marks(markdown);
+    assert!(!marks.is_empty());
+    let notes = markdown.split("## Notes").nth(1).expect("a Notes section");
+    for n in marks.into_iter().flatten() {
+        let sup: String = n.to_string().chars().map(|d| "⁰¹²³⁴⁵⁶⁷⁸⁹".chars().nth(d.to_digit(10).unwrap() as usize).unwrap()).collect();
+        assert!(notes.contains(&format!("\n- {sup} `")), "mark {n} has no note in the Markdown");
+    }
+    if markdown.lines().any(|l| l.starts_with("| ") && l.contains("\\*")) {
+        assert!(notes.contains("\n- \\* `"), "a star without its note");
     }
 }
 
@@ -103,16 +128,17 @@ fn each_note_mark_links_to_its_note_and_marks_are_sorted_without_repeats() {
     assert_links_land(&r.markdown, &r.html);
     // The real pass's mlx-lm · benchpass-tiny cell has drift (5), cold-start (6) and the row's
     // engine+build (3): they read 3,5,6, not in the order they were raised.
-    for marks in r.markdown.split("<sup>").skip(1).map(|s| s.split("</sup>").next().unwrap()) {
-        let numbers: Vec<u32> = marks.split(',').filter_map(|m| m.trim_start_matches('[').split(']').next()?.parse().ok()).collect();
+    let all_marks = markdown_marks(&r.markdown);
+    assert!(all_marks.len() > 10, "{all_marks:?}");
+    for numbers in all_marks {
         let mut sorted = numbers.clone();
         sorted.sort();
         sorted.dedup();
-        assert_eq!(numbers, sorted, "marks out of order or repeated: {marks}");
+        assert_eq!(numbers, sorted, "marks out of order or repeated: {numbers:?}");
     }
-    assert!(r.markdown.contains("<sup>[3](#note-3),[5](#note-5),[6](#note-6)</sup>"), "{}", r.markdown);
+    assert!(r.markdown.contains("448.8 +8.9%/−7.3%³,⁵,⁶ |"), "{}", r.markdown);
     // No note says the same thing twice.
-    let notes: Vec<&str> = r.markdown.split("## Notes").nth(1).unwrap().split("## ").next().unwrap().lines().filter(|l| l.starts_with("<a id=")).collect();
+    let notes: Vec<&str> = r.markdown.split("## Notes").nth(1).unwrap().split("## ").next().unwrap().lines().filter(|l| l.starts_with("- ")).collect();
     let texts: Vec<&str> = notes.iter().map(|l| l.split_once("` ").map_or(*l, |(_, t)| t)).collect();
     for (i, t) in texts.iter().enumerate() {
         assert!(!texts[..i].contains(t), "note {t} twice");
@@ -244,7 +270,7 @@ fn a_burst_beside_rateless_full_runs_is_still_a_burst_and_never_the_best() {
     let sustained = sustained_section(&r.markdown);
     // Starred as a burst, and out of the ranking: steady's 120 is left with nothing it can be
     // ranked against, so no figure is marked best.
-    assert!(row(sustained, "bursty").contains(r"900.0 ±2.0%[\*]"), "{sustained}");
+    assert!(row(sustained, "bursty").contains(r"900.0 ±2.0%\*¹"), "{sustained}");
     assert_eq!(sustained.matches('◆').count(), 0, "{sustained}");
 
     let other = fixture_pass("burst/b.csv", "burst-b", &tmp);

@@ -9,6 +9,7 @@ mod glance;
 mod hostile_csv;
 mod hostile_numbers;
 mod marks;
+mod plain_markdown;
 mod quality_column;
 mod serving;
 mod thermal;
@@ -34,13 +35,14 @@ fn the_sustained_table_shows_each_engine_with_its_band_and_marks() {
     let r = render(&fixture_pass("a.csv", "fx-a", &tmp));
     // llama.cpp ran 50, 51, 49 tok/s: median 50.0, band ±2.0 %; the row compares four engines
     // on four builds, so every cell carries the engine+build note (number 1, the first raised).
-    // mlx-lm's 100 tok/s is the best of the column: bold and ◆. Each mark links to its note.
-    assert!(r.markdown.contains("| llama.cpp | 50.0 ±2.0%<sup>[1](#note-1)</sup> |"), "{}", r.markdown);
-    assert!(r.markdown.contains("| mlx-lm | **100.0 ±2.0%** ◆<sup>[1](#note-1)</sup> |"));
-    assert!(r.markdown.contains("<a id=\"note-1\"></a><sup>1</sup> `engine+build`: the weights differ between the engines compared"));
+    // mlx-lm's 100 tok/s is the best of the column: bold and ◆. Each mark is a superscript
+    // number that its note in the list under the tables starts with.
+    assert!(r.markdown.contains("| llama.cpp | 50.0 ±2.0%¹ |"), "{}", r.markdown);
+    assert!(r.markdown.contains("| mlx-lm | **100.0 ±2.0%** ◆¹ |"));
+    assert!(r.markdown.contains("\n- ¹ `engine+build`: the weights differ between the engines compared"));
     // The 8192 target: one run at 25 tok/s that read 5500 tokens — no band, prompt-size flagged.
     let matrix_row = r.markdown.lines().find(|l| l.starts_with("| llama.cpp · qwen |") && l.contains("tok")).unwrap();
-    assert!(matrix_row.contains("| 25.0 · 5500 tok<sup>[3](#note-3),[4](#note-4)</sup> |"), "{matrix_row}");
+    assert!(matrix_row.contains("| 25.0 · 5500 tok³,⁴ |"), "{matrix_row}");
     assert!(r.markdown.contains("`prompt-size`: the actual prompt size is off its target"));
     assert!(r.markdown.contains("(median 5500 actual tokens for a 8192 target)"));
 }
@@ -50,8 +52,8 @@ fn a_starred_cell_is_starred_and_explained() {
     let tmp = tempfile::tempdir().unwrap();
     let r = render(&fixture_pass("b.csv", "fx-b", &tmp));
     // ollama's B runs all stopped at 180 of 256 tokens: 45 tok/s is a burst.
-    assert!(r.markdown.contains("| ollama | 45.0 ±2.2%[\\*](#note-s1)<sup>"), "{}", r.markdown);
-    assert!(r.markdown.contains("<a id=\"note-s1\"></a>\\* `short-stop`: runs ended before their token cap"));
+    assert!(r.markdown.contains("| ollama | 45.0 ±2.2%\\*¹"), "{}", r.markdown);
+    assert!(r.markdown.contains("\n- \\* `short-stop`: runs ended before their token cap"));
     assert!(r.html.contains("45.0 ±2.2%<sup class=\"marks\"><a href=\"#note-s1\">*</a>"), "{}", r.html);
 }
 
@@ -150,7 +152,9 @@ fn the_committed_real_pass_renders_to_its_committed_report_with_engine_build_mar
     let rendered = render(&pass);
     // Every sustained cell compares two engines on different weights.
     let sustained = rendered.markdown.split("## Sustained decode").nth(1).unwrap().split("## ").next().unwrap();
-    assert_eq!(sustained.matches("<sup>").count(), 4, "{sustained}");
+    let rows = sustained.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| engine |"));
+    let marked = rows.flat_map(|l| l.split(" |").skip(1)).filter(|c| c.trim_end().ends_with(|m: char| "⁰¹²³⁴⁵⁶⁷⁸⁹".contains(m)));
+    assert_eq!(marked.count(), 4, "{sustained}");
     assert!(rendered.markdown.contains("`engine+build`: the weights differ between the engines compared"));
     // llama.cpp's own timings agree with benchpass's clock; mlx-lm sends none.
     assert!(rendered.markdown.contains("## Reconciliation with the server's own timings"));

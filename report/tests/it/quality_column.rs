@@ -30,6 +30,8 @@ fn each_speed_table_gains_a_quality_column_from_the_comparison() {
     assert!(steps.iter().all(|s| s.workload != harness::pass::Workload::Quality), "quality runs are not speed steps");
     let options = report::ReportOptions { quality: Some(&rows) };
     let r = report::render_pass_with(&candidate, &steps, options).unwrap();
+    crate::plain_markdown::assert_plain("report.md with a quality column", &r.markdown);
+    crate::plain_markdown::assert_plain("quality.md", &report::quality::to_markdown(&rows).unwrap());
     let sustained = r.markdown.split("## Sustained decode (tok/s)").nth(1).unwrap().split("\n## ").next().unwrap();
     let lines: Vec<&str> = sustained.lines().filter(|l| l.starts_with('|')).collect();
     assert_eq!(lines[0], "| engine | sim-model | quality |", "{sustained}");

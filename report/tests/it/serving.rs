@@ -43,6 +43,7 @@ fn pass(engine: &str, concurrency: u32) -> Pass {
 #[test]
 fn two_streams_get_a_serving_section_with_the_hand_worked_figures() {
     let r = super::render(&pass("sim", 2));
+    crate::plain_markdown::assert_plain("a serving section", &r.markdown);
     let md = r.markdown.split("## Serving under concurrency").nth(1).expect("a serving section");
     // 19 tokens and 4 runs over 431 ms: 44.08 tok/s, 9.281 req/s.
     assert!(md.contains("| sim | m | text | sustained | 2 | 4 | 44.1 | 9.28 | 0.43 s |"), "{md}");
@@ -68,6 +69,7 @@ fn one_stream_has_no_serving_section() {
 #[test]
 fn hostile_engine_names_are_escaped_in_the_serving_section() {
     let r = super::render(&pass("<b>x|y", 2));
+    crate::plain_markdown::assert_plain("a serving section of a hostile engine", &r.markdown);
     let md = r.markdown.split("## Serving under concurrency").nth(1).unwrap();
     assert!(md.contains("| &lt;b&gt;x\\|y | m |"), "{md}");
     let html = r.html.split("<h2>Serving under concurrency</h2>").nth(1).unwrap();
