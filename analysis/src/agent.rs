@@ -206,7 +206,7 @@ fn summarize_cell(pass: &Pass, id: &str, runs: &[&RunRecord]) -> AgentCell {
         reasons.push(AgentReason { code: NO_CACHE_INFO, detail: String::new() });
     }
     if sessions.len() < MIN_RUNS_FOR_BAND {
-        reasons.push(AgentReason { code: "few-runs", detail: format!("{} sessions", sessions.len()) });
+        reasons.push(AgentReason { code: "few-runs", detail: format!("{} {}", sessions.len(), if sessions.len() == 1 { "session" } else { "sessions" }) });
     }
     let mut sources: Vec<&str> = ok.iter().filter_map(|r| r.token_count_source).map(|s| s.as_str()).collect();
     sources.sort_unstable();

@@ -470,7 +470,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         reasons.push(Reason::new(ReasonCode::FewRuns, format!("{} of {} planned runs recorded", g.n, n_planned.unwrap_or(0))));
     } else if n_decode < MIN_RUNS_FOR_BAND && g.max_tokens > 1 {
         // (A step that generates nothing, such as llama-bench's prompt test, has no decode rate to band.)
-        reasons.push(Reason::new(ReasonCode::FewRuns, format!("{n_decode} run(s) with a decode rate; a band needs {MIN_RUNS_FOR_BAND}")));
+        reasons.push(Reason::new(ReasonCode::FewRuns, format!("{n_decode} {} with a decode rate; a band needs {MIN_RUNS_FOR_BAND}", if n_decode == 1 { "run" } else { "runs" })));
     }
 
     let prompt_tokens = metric(MetricKind::PromptTokens, g.prompt);

@@ -872,7 +872,12 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         resume: args.resume,
     };
     let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
-    report_summary(&summary, args.allow_failures, shown)
+    let resume = format!(
+        "`benchpass run {} --resume {}` runs what is left, without repeating a recorded run",
+        harness::progress::printable(&path.display().to_string()),
+        harness::progress::printable(&summary.dir.display().to_string())
+    );
+    report_summary(&summary, args.allow_failures, shown, &resume)
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -975,7 +980,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let summary = runtime()?.block_on(run_pass(options))?;
-    report_summary(&summary, allow_failures, shown)
+    report_summary(&summary, allow_failures, shown, "a pass against --url is not resumed: run it again")
 }
 
 /// The exit status of a pass that was recorded but has failed runs (`--allow-failures` makes
@@ -991,7 +996,9 @@ struct Shown {
     table: bool,
 }
 
-fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool, shown: Shown) -> anyhow::Result<ExitCode> {
+/// `resume`: what to do after an interruption (how to finish the pass, or that it is not
+/// resumed).
+fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool, shown: Shown, resume: &str) -> anyhow::Result<ExitCode> {
     let sources: Vec<_> = summary.token_count_sources.iter().map(|s| s.as_str()).collect();
     let sources = if sources.is_empty() { "nowhere".to_owned() } else { sources.join(" and ") };
     // The figures are a courtesy on top of the recorded pass: a pass they cannot be worked out
@@ -1018,7 +1025,7 @@ fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool, 
     }
     Ok(match summary.status {
         PassStatus::Interrupted => {
-            eprintln!("interrupted: the runs above are on disk; pass.json says `interrupted`");
+            eprintln!("interrupted: the runs above are on disk; pass.json says `interrupted`; {resume}");
             ExitCode::from(130)
         }
         _ if summary.n_failed > 0 && !allow_failures => {

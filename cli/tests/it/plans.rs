@@ -726,6 +726,10 @@ fn ctrl_c_during_a_plan_stops_its_engine_and_marks_the_pass_interrupted() {
     assert!(kill.success());
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    // The message says how to finish the pass.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let resume = format!("`benchpass run {} --resume {}` runs what is left", plan.display(), out.display());
+    assert!(stderr.contains(&resume), "{stderr}");
     let pass = read_pass(&out).unwrap();
     assert_eq!(pass.info.status, harness::pass::PassStatus::Interrupted);
     assert!(pass.runs.is_empty(), "the run in flight was abandoned, not recorded half-done");
