@@ -2,7 +2,7 @@
 //! captured, wait (bounded) until it answers, and stop it again.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -332,7 +332,7 @@ mod tests {
     #[tokio::test]
     async fn a_pid_file_naming_a_process_that_started_at_another_time_is_left_alone() {
         // A process that merely has the pid a stale pid file names (the pid was recycled).
-        let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+        let mut bystander = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let (pid_file, log) = (tmp.path().join("e.pid"), tmp.path().join("e.log"));
         let real_start = crate::platform::start_time(bystander.id()).unwrap();
