@@ -432,6 +432,8 @@ pub(crate) struct Target<'a> {
     pub concurrency: u32,
     /// The engine's memory, where benchpass started it.
     pub memory: Option<&'a crate::memory::MemorySampler>,
+    /// The machine's thermal pressure, sampled for the whole pass where the OS tells it.
+    pub thermal: Option<&'a crate::thermal::ThermalSampler>,
     /// The engine's Prometheus endpoint, scraped around each run when streams run one at a time.
     pub metrics_url: Option<String>,
     /// The engine's log, where it writes draft acceptance and nowhere else (oMLX): read around
@@ -797,6 +799,9 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
             }
         }
     }
+    // From here to the record, the run is in flight: nothing may start a process
+    // (docs/reliability.md); its readings of the machine come from the pass's samplers.
+    let _in_flight = crate::platform::spawn::InFlight::begin();
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -812,11 +817,11 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     if let Some(live) = target.live {
         live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep, job.turn)));
     }
-    let thermal_before = crate::provenance::thermal_pressure_now().await;
     let started = tokio::time::Instant::now();
     let outcome = stream_on_a_task_of_its_own(target, body).await;
-    let thermal_after = crate::provenance::thermal_pressure_now().await;
-    let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, tokio::time::Instant::now()));
+    let ended = tokio::time::Instant::now();
+    let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, ended));
+    let thermal_pressure = target.thermal.and_then(|t| t.max_over(started, ended));
     let server_counters = match (metrics_url, &counters_before) {
         (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),
         _ => None,
@@ -855,7 +860,7 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         output_sha256: RunRecord::hash_output(&outcome.events),
         server_peak_rss_bytes,
         server_counters,
-        thermal_pressure: thermal_before.max(thermal_after),
+        thermal_pressure,
         logged_draft_acceptance,
         usage: outcome.usage,
         timings: outcome.timings,

@@ -30,5 +30,6 @@ mod resume_jobs;
 mod round_trip;
 mod sizes;
 mod sweep;
+mod timed_path;
 mod tls;
 mod vllm_bench;

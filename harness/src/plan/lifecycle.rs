@@ -2,7 +2,7 @@
 //! captured, wait (bounded) until it answers, and stop it again.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -150,7 +150,7 @@ pub async fn start(
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let out = std::fs::OpenOptions::new().create(true).append(true).open(log).with_context(|| format!("opening {}", log.display()))?;
-    let mut command = Command::new(program);
+    let mut command = crate::platform::command(program);
     command.args(args).envs(env).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     crate::platform::own_process_group(&mut command);
     let child = command.spawn().with_context(|| format!("starting `{program}`"))?;
@@ -191,7 +191,7 @@ impl Engine {
     pub async fn stop(&mut self) {
         let pid = self.child.id();
         if let Some(argv) = self.stop_command.as_ref().filter(|argv| !argv.is_empty()) {
-            let _ = Command::new(&argv[0]).args(&argv[1..]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+            let _ = crate::platform::command(&argv[0]).args(&argv[1..]).stdout(Stdio::null()).stderr(Stdio::null()).status();
             for _ in 0..150 {
                 if matches!(self.child.try_wait(), Ok(Some(_))) {
                     break;
@@ -285,7 +285,7 @@ pub async fn read_version(
 /// The first non-empty line a command prints (on stdout or stderr), if it succeeds.
 pub fn version_from_command(argv: &[String]) -> Option<String> {
     let (program, args) = argv.split_first()?;
-    let out = Command::new(program).args(args).output().ok()?;
+    let out = crate::platform::command(program).args(args).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -332,7 +332,7 @@ mod tests {
     #[tokio::test]
     async fn a_pid_file_naming_a_process_that_started_at_another_time_is_left_alone() {
         // A process that merely has the pid a stale pid file names (the pid was recycled).
-        let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+        let mut bystander = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let (pid_file, log) = (tmp.path().join("e.pid"), tmp.path().join("e.log"));
         let real_start = crate::platform::start_time(bystander.id()).unwrap();

@@ -672,6 +672,8 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
     let shared = Shared { pass, http: runner::http_client(most_streams)?, api_key, options: &options };
     let steps: Vec<Step> = pass.steps.iter().map(|(_, s)| *s).collect();
     let visits = schedule(pass);
+    // One thermal sampler for the whole pass, beside the runs: no run reads the level itself.
+    let thermal = crate::thermal::ThermalSampler::start();
     anyhow::ensure!(
         !pass.form.ready_before_the_pass() || (visits.len() == 1 && pass.cells.iter().all(|c| c.start.is_none()) && options.resume.is_none()),
         "a pass made ready before it begins has one cell, started by no one, and is not resumed"
@@ -857,6 +859,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             cell_id,
             concurrency: pass.concurrency,
             memory: sampler.as_deref(),
+            thermal: thermal.as_deref(),
             metrics_url: preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
             draft_log: preset.and_then(|p| draft_log(p, engine.is_some().then_some(log.as_path()), ready.listener.is_some())),
             live: Some(progress.live()),

@@ -40,7 +40,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 pub fn listeners_of_port(port: u16) -> Vec<(u32, String)> {
     let port_arg = format!("-iTCP:{port}");
-    let Ok(out) = std::process::Command::new("lsof").args(["-nP", &port_arg, "-sTCP:LISTEN", "-Fpc"]).output() else {
+    let Ok(out) = super::command("lsof").args(["-nP", &port_arg, "-sTCP:LISTEN", "-Fpc"]).output() else {
         return Vec::new();
     };
     super::lsof::listeners(&String::from_utf8_lossy(&out.stdout))

@@ -11,6 +11,9 @@
 
 use std::process::Command;
 
+pub mod spawn;
+pub use spawn::command;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
@@ -127,7 +130,7 @@ pub fn stop_group(leader: u32, how: Stop) {
         if how == Stop::Force {
             args.push("/F");
         }
-        let _ = Command::new("taskkill").args(&args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status();
+        let _ = command("taskkill").args(&args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status();
     }
 }
 

@@ -227,20 +227,20 @@ pub fn parse_thermal_pressure(text: &str) -> Option<ThermalPressure> {
     ThermalPressure::from_level(level.parse().ok()?)
 }
 
-/// The thermal pressure level now (one `notifyutil` call, a few milliseconds).
+/// The thermal pressure level now (one `notifyutil` call, a few milliseconds). It starts a
+/// process: it is called by the pass's thermal sampler on its own thread, never from a run
+/// (`crate::thermal`).
 #[cfg(target_os = "macos")]
 pub fn thermal_pressure_now() -> Option<ThermalPressure> {
-    let out = std::process::Command::new("/usr/bin/notifyutil").args(["-g", "com.apple.system.thermalpressurelevel"]).output().ok()?;
+    let out = crate::platform::command("/usr/bin/notifyutil").args(["-g", "com.apple.system.thermalpressurelevel"]).output().ok()?;
     out.status.success().then(|| parse_thermal_pressure(&String::from_utf8_lossy(&out.stdout))).flatten()
 }
 
 /// Runs the commands and parses what they print; a command that fails leaves its fact absent.
 #[cfg(target_os = "macos")]
 pub fn mac_facts() -> MacFacts {
-    use std::process::Command;
-
     fn run(program: &str, args: &[&str]) -> Option<String> {
-        let out = Command::new(program).args(args).output().ok()?;
+        let out = crate::platform::command(program).args(args).output().ok()?;
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
     let sysctl = |name: &str| run("/usr/sbin/sysctl", &["-n", name]);

@@ -1,7 +1,5 @@
 //! What machine a pass ran on, read from the OS without extra dependencies.
 
-use std::process::Command;
-
 use crate::pass::MachineInfo;
 
 pub fn machine_info() -> MachineInfo {
@@ -23,21 +21,12 @@ pub fn machine_info() -> MachineInfo {
     }
 }
 
-/// The machine's thermal pressure now, where the OS tells it (macOS), read on a blocking
-/// thread: it runs a command, and the caller may be timing streams.
-pub async fn thermal_pressure_now() -> Option<super::mac::ThermalPressure> {
-    #[cfg(target_os = "macos")]
-    return tokio::task::spawn_blocking(super::mac::thermal_pressure_now).await.ok().flatten();
-    #[cfg(not(target_os = "macos"))]
-    return None;
-}
-
 fn read(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
 fn command(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
+    let out = crate::platform::command(program).args(args).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()).filter(|s| !s.is_empty())
 }
 

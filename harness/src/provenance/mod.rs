@@ -5,7 +5,7 @@ pub mod mac;
 mod machine;
 mod weights;
 
-pub use machine::{machine_info, process_cpu_seconds, thermal_pressure_now};
+pub use machine::{machine_info, process_cpu_seconds};
 pub use weights::{fold, hash_file, hash_weights, HashCache, HashProgress};
 
 // This benchpass's version and commit, and the hex of a digest, as the pass format writes them.
