@@ -19,10 +19,22 @@ pub struct MacFacts {
     /// `sysctl -n hw.model`, e.g. `MacBookAir10,1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_identifier: Option<String>,
-    /// `sysctl -n hw.perflevel0.physicalcpu`: performance cores (Apple Silicon).
+    /// Each CPU performance level macOS reports (`hw.nperflevels`; `hw.perflevelN.name` and
+    /// `hw.perflevelN.physicalcpu`), level 0 first: the fastest cores first, as `sys/sysctl.h`
+    /// defines perflevel 0. `Performance` + `Efficiency` on M1–M4; M5-generation chips name a
+    /// `Super` level (M5: Super + Efficiency; M5 Pro/Max: Super + Performance). Empty when the
+    /// names could not be read (an Intel Mac, a macOS without the names, a pass written before
+    /// this field existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_levels: Vec<CpuLevel>,
+    /// The cores of the level macOS names `Performance`, kept for readers of older passes and
+    /// tools that know only two kinds of core. With `cpu_levels` recorded it is that level's
+    /// count (absent when no level has that name, as on a base M5); without names it is
+    /// `hw.perflevel0.physicalcpu`, as passes before `cpu_levels` recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub performance_cores: Option<u32>,
-    /// `sysctl -n hw.perflevel1.physicalcpu`: efficiency cores (Apple Silicon).
+    /// The cores of the level macOS names `Efficiency` (absent on an M5 Pro/Max, which has
+    /// none); without names, `hw.perflevel1.physicalcpu` as before. See `performance_cores`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efficiency_cores: Option<u32>,
     /// `"gpu-core-count"` of the AGXAccelerator node in `ioreg -rc AGXAccelerator -d1`.
@@ -53,6 +65,15 @@ pub struct MacFacts {
     /// `notifyutil -g com.apple.system.thermalpressurelevel`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thermal_pressure: Option<ThermalPressure>,
+}
+
+/// One CPU performance level: its name as macOS prints it and its physical core count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuLevel {
+    /// `sysctl -n hw.perflevelN.name`, e.g. `Super`, `Performance`, `Efficiency`.
+    pub name: String,
+    /// `sysctl -n hw.perflevelN.physicalcpu`.
+    pub physical_cores: u32,
 }
 
 /// `sw_vers` output.
@@ -141,10 +162,18 @@ impl ThermalPressure {
         }
     }
 
-    /// The machine is warm enough that macOS reports pressure (moderate or worse): a run measured
-    /// then may have been slowed by it.
+    /// Any pressure at all (moderate or worse). Moderate is "elevated thermal pressure", not yet
+    /// throttling: see [`Self::is_throttling`] for the level a run is marked at.
     pub fn is_above_nominal(self) -> bool {
         self != Self::Nominal
+    }
+
+    /// Heavy or worse: the level at which macOS throttles, so a run measured then may have been
+    /// slowed by it. MacThrottle's "Thermal States" table reads the same levels as Moderate
+    /// "Elevated thermal pressure" and Heavy "Active throttling"
+    /// (<https://github.com/angristan/MacThrottle>, README); docs/metrics.md cites it.
+    pub fn is_throttling(self) -> bool {
+        self >= Self::Heavy
     }
 }
 

@@ -518,10 +518,7 @@ fn mac_detail(mac: Option<&benchpass_format::machine::MacFacts>) -> Vec<String> 
     // The chip is `cpu` already (machdep.cpu.brand_string on a Mac).
     [
         mac.model_identifier.clone(),
-        match (mac.performance_cores, mac.efficiency_cores) {
-            (Some(p), Some(e)) => Some(format!("{p}P+{e}E cores")),
-            _ => None,
-        },
+        mac_cores(mac),
         mac.gpu_cores.map(|g| format!("{g}-core GPU")),
         mac.os.as_ref().map(|o| format!("{} {} ({})", o.product_name, o.product_version, o.build_version)),
         mac.rosetta.filter(|r| *r).map(|_| "under Rosetta".to_owned()),
@@ -541,6 +538,19 @@ fn mac_detail(mac: Option<&benchpass_format::machine::MacFacts>) -> Vec<String> 
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// The CPU levels by the names macOS gives them (`6 Super + 12 Performance cores` on an M5 Max),
+/// or, for a pass that recorded no names, the two counts as before (`10P+4E cores`).
+fn mac_cores(mac: &benchpass_format::machine::MacFacts) -> Option<String> {
+    if !mac.cpu_levels.is_empty() {
+        let levels: Vec<String> = mac.cpu_levels.iter().map(|l| format!("{} {}", l.physical_cores, l.name)).collect();
+        return Some(format!("{} cores", levels.join(" + ")));
+    }
+    match (mac.performance_cores, mac.efficiency_cores) {
+        (Some(p), Some(e)) => Some(format!("{p}P+{e}E cores")),
+        _ => None,
+    }
 }
 
 /// The Linux equivalents: CPU governor and mains power.
@@ -812,4 +822,21 @@ pub fn spec(steps: &[CellStep]) -> Vec<SpecRow> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod mac_detail_tests {
+    use super::mac_detail;
+    use benchpass_format::machine::{CpuLevel, MacFacts};
+
+    #[test]
+    fn cores_are_shown_by_level_name_and_old_passes_as_before() {
+        let level = |name: &str, physical_cores: u32| CpuLevel { name: name.to_owned(), physical_cores };
+        // An M5 Max: its Super level is not shown as performance cores.
+        let m5max = MacFacts { cpu_levels: vec![level("Super", 6), level("Performance", 12)], performance_cores: Some(12), ..MacFacts::default() };
+        assert_eq!(mac_detail(Some(&m5max)), ["6 Super + 12 Performance cores"]);
+        // A pass written before levels were recorded.
+        let old = MacFacts { performance_cores: Some(10), efficiency_cores: Some(4), ..MacFacts::default() };
+        assert_eq!(mac_detail(Some(&old)), ["10P+4E cores"]);
+    }
 }

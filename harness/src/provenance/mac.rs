@@ -8,7 +8,7 @@
 //! [`mac_facts`] runs the commands, on macOS only.
 
 // The facts themselves are the pass format's; this module produces them.
-pub use benchpass_format::machine::{MacFacts, PowerMode, PowerSource, SwVers, SwapUsage, ThermalPressure};
+pub use benchpass_format::machine::{CpuLevel, MacFacts, PowerMode, PowerSource, SwVers, SwapUsage, ThermalPressure};
 
 /// The value of one sysctl, from `sysctl -n NAME` (the bare value) or `sysctl NAME` (`NAME:
 /// value`). `None` for empty output, more than one line, another name, or an error such as
@@ -57,6 +57,84 @@ pub fn parse_model_identifier(text: &str) -> Option<String> {
 pub fn parse_perflevel_cores(text: &str, level: u8) -> Option<u32> {
     let name = format!("hw.perflevel{level}.physicalcpu");
     sysctl_number::<u32>(text, &name).filter(|&n| n > 0)
+}
+
+/// The most CPU performance levels taken as real: Apple Silicon has had two so far, and a count
+/// past this is output that is not a level count.
+pub const MAX_PERF_LEVELS: u32 = 8;
+
+/// `sysctl -n hw.nperflevels`: how many CPU performance levels there are, 1 to
+/// [`MAX_PERF_LEVELS`]; 0, more, or an error give `None`.
+pub fn parse_nperflevels(text: &str) -> Option<u32> {
+    sysctl_number::<u32>(text, "hw.nperflevels").filter(|n| (1..=MAX_PERF_LEVELS).contains(n))
+}
+
+/// The output of `sysctl hw.perflevel0.name hw.perflevel0.physicalcpu … hw.perflevel{N-1}.…`
+/// (one `name: value` line each, in any order, as `sysctl -a` also prints them): each level's
+/// name and core count, level 0 first. Every level below `levels` needs both, once; a level at
+/// or past `levels`, a count of 0, or a name that is not one word of ASCII letters (at most 32)
+/// gives `None`, as does a `hw.nperflevels` line that disagrees. Other `hw.perflevelN.*` lines
+/// (cache sizes, logical counts) and other names are ignored.
+pub fn parse_cpu_levels(text: &str, levels: u32) -> Option<Vec<CpuLevel>> {
+    if !(1..=MAX_PERF_LEVELS).contains(&levels) {
+        return None;
+    }
+    let mut names: Vec<Option<String>> = vec![None; levels as usize];
+    let mut cores: Vec<Option<u32>> = vec![None; levels as usize];
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (key, value) = line.split_once(':')?;
+        let (key, value) = (key.trim(), value.trim());
+        if key == "hw.nperflevels" {
+            if value.parse::<u32>().ok()? != levels {
+                return None;
+            }
+            continue;
+        }
+        let Some(rest) = key.strip_prefix("hw.perflevel") else { continue };
+        let Some((index, field)) = rest.split_once('.') else { continue };
+        if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let index: usize = index.parse().ok()?;
+        if index >= levels as usize {
+            return None;
+        }
+        match field {
+            "name" => {
+                let ok = !value.is_empty() && value.len() <= 32 && value.bytes().all(|b| b.is_ascii_alphabetic());
+                if !ok || names[index].is_some() {
+                    return None;
+                }
+                names[index] = Some(value.to_owned());
+            }
+            "physicalcpu" => {
+                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let n: u32 = value.parse().ok().filter(|&n| n > 0)?;
+                if cores[index].is_some() {
+                    return None;
+                }
+                cores[index] = Some(n);
+            }
+            _ => {}
+        }
+    }
+    names.into_iter().zip(cores).map(|(name, cores)| Some(CpuLevel { name: name?, physical_cores: cores? })).collect()
+}
+
+/// The two-kind counts passes kept before `cpu_levels` (see `MacFacts::performance_cores`): the
+/// levels named `Performance` and `Efficiency`, each absent when no level (or more than one)
+/// has that name. An M5 Max's `Super` level is in neither, rather than counted as performance.
+pub fn legacy_core_counts(levels: &[CpuLevel]) -> (Option<u32>, Option<u32>) {
+    let named = |name: &str| {
+        let mut found = levels.iter().filter(|l| l.name == name);
+        match (found.next(), found.next()) {
+            (Some(level), None) => Some(level.physical_cores),
+            _ => None,
+        }
+    };
+    (named("Performance"), named("Efficiency"))
 }
 
 /// `sysctl -n hw.memsize`: physical memory in bytes. 0 gives `None`.
@@ -245,11 +323,33 @@ pub fn mac_facts() -> MacFacts {
     }
     let sysctl = |name: &str| run("/usr/sbin/sysctl", &["-n", name]);
 
+    // Each level by its name (M5 chips have a `Super` level); without names (older macOS, Intel)
+    // the two counts are read by number, as before.
+    let cpu_levels = sysctl("hw.nperflevels")
+        .as_deref()
+        .and_then(parse_nperflevels)
+        .and_then(|n| {
+            let keys: Vec<String> =
+                (0..n).flat_map(|i| [format!("hw.perflevel{i}.name"), format!("hw.perflevel{i}.physicalcpu")]).collect();
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            parse_cpu_levels(&run("/usr/sbin/sysctl", &keys)?, n)
+        })
+        .unwrap_or_default();
+    let (performance_cores, efficiency_cores) = if cpu_levels.is_empty() {
+        (
+            sysctl("hw.perflevel0.physicalcpu").and_then(|t| parse_perflevel_cores(&t, 0)),
+            sysctl("hw.perflevel1.physicalcpu").and_then(|t| parse_perflevel_cores(&t, 1)),
+        )
+    } else {
+        legacy_core_counts(&cpu_levels)
+    };
+
     MacFacts {
         chip: sysctl("machdep.cpu.brand_string").as_deref().and_then(parse_chip),
         model_identifier: sysctl("hw.model").as_deref().and_then(parse_model_identifier),
-        performance_cores: sysctl("hw.perflevel0.physicalcpu").and_then(|t| parse_perflevel_cores(&t, 0)),
-        efficiency_cores: sysctl("hw.perflevel1.physicalcpu").and_then(|t| parse_perflevel_cores(&t, 1)),
+        cpu_levels,
+        performance_cores,
+        efficiency_cores,
         gpu_cores: run("/usr/sbin/ioreg", &["-rc", "AGXAccelerator", "-d1"]).as_deref().and_then(parse_ioreg_gpu_cores),
         memory_bytes: sysctl("hw.memsize").as_deref().and_then(parse_memsize),
         os: run("/usr/bin/sw_vers", &[]).as_deref().and_then(parse_sw_vers),
@@ -307,6 +407,49 @@ mod tests {
         assert_eq!(parse_rosetta(fixture!("sysctl-proc_translated-2.txt")), Some(true));
         assert_eq!(parse_rosetta(fixture!("sysctl-proc_translated-3.txt")), None, "Intel: unknown oid");
         assert_eq!(parse_rosetta("2\n"), None);
+    }
+
+    #[test]
+    fn cpu_levels_by_name() {
+        let level = |name: &str, physical_cores: u32| CpuLevel { name: name.to_owned(), physical_cores };
+        assert_eq!(parse_nperflevels("2\n"), Some(2));
+        assert_eq!(parse_nperflevels("hw.nperflevels: 3\n"), Some(3));
+        assert_eq!(parse_nperflevels("0\n"), None);
+        assert_eq!(parse_nperflevels("9\n"), None, "past MAX_PERF_LEVELS");
+        assert_eq!(parse_nperflevels("sysctl: unknown oid 'hw.nperflevels'\n"), None);
+
+        // M1 Pro and M2 Pro: Performance + Efficiency; the old fields read the same counts.
+        let m1 = parse_cpu_levels(fixture!("sysctl-perflevels-m1pro-constructed.txt"), 2).unwrap();
+        assert_eq!(m1, [level("Performance", 8), level("Efficiency", 2)]);
+        assert_eq!(legacy_core_counts(&m1), (Some(8), Some(2)));
+        // `sysctl -a` lines: cache sizes and logical counts are skipped, nperflevels agrees.
+        let m2 = parse_cpu_levels(fixture!("sysctl-perflevels-m2pro-constructed.txt"), 2).unwrap();
+        assert_eq!(m2, [level("Performance", 8), level("Efficiency", 4)]);
+        assert_eq!(parse_cpu_levels(fixture!("sysctl-perflevels-m2pro-constructed.txt"), 3), None, "nperflevels says 2");
+
+        // M5 Max: 6 Super + 12 Performance, not "6 performance + 12 efficiency".
+        let m5max = parse_cpu_levels(fixture!("sysctl-perflevels-m5max-constructed.txt"), 2).unwrap();
+        assert_eq!(m5max, [level("Super", 6), level("Performance", 12)]);
+        assert_eq!(legacy_core_counts(&m5max), (Some(12), None));
+        // M5: 4 Super + 6 Efficiency.
+        let m5 = parse_cpu_levels(fixture!("sysctl-perflevels-m5-constructed.txt"), 2).unwrap();
+        assert_eq!(m5, [level("Super", 4), level("Efficiency", 6)]);
+        assert_eq!(legacy_core_counts(&m5), (None, Some(6)));
+        // Three levels, each kept in order.
+        let three = parse_cpu_levels(fixture!("sysctl-perflevels-three-constructed.txt"), 3).unwrap();
+        assert_eq!(three, [level("Super", 4), level("Performance", 6), level("Efficiency", 4)]);
+        assert_eq!(legacy_core_counts(&three), (Some(6), Some(4)));
+        assert_eq!(parse_cpu_levels(fixture!("sysctl-perflevels-three-constructed.txt"), 2), None, "a level past the count");
+
+        // The real M1 Pro capture has counts but no names (its macOS printed none): no levels,
+        // so the collector falls back to perflevel0/1 by number.
+        let unnamed = format!("{}{}", fixture!("sysctl-perflevel0-1.txt"), fixture!("sysctl-perflevel1-1.txt"));
+        assert_eq!(parse_cpu_levels(&unnamed, 2), None);
+        assert_eq!(parse_cpu_levels("hw.perflevel0.name: Performance\nhw.perflevel0.physicalcpu: 0\n", 1), None, "0 cores");
+        assert_eq!(parse_cpu_levels("hw.perflevel0.name: Perf ormance\nhw.perflevel0.physicalcpu: 8\n", 1), None);
+        assert_eq!(parse_cpu_levels("hw.perflevel0.name: A\nhw.perflevel0.name: B\nhw.perflevel0.physicalcpu: 8\n", 1), None);
+        assert_eq!(parse_cpu_levels("sysctl: unknown oid 'hw.perflevel0.name'\n", 1), None);
+        assert_eq!(legacy_core_counts(&[level("Performance", 4), level("Performance", 4)]), (None, None), "two of a name");
     }
 
     #[test]
@@ -401,5 +544,10 @@ mod tests {
         assert_eq!(json, r#"{"chip":"Apple M1","power_mode":"high","thermal_pressure":"heavy"}"#);
         assert_eq!(serde_json::from_str::<MacFacts>(&json).unwrap(), facts);
         assert_eq!(serde_json::to_string(&MacFacts::default()).unwrap(), "{}");
+        // Levels are written in order; a pass written before them still reads, with none.
+        let facts = MacFacts { cpu_levels: vec![CpuLevel { name: "Super".to_owned(), physical_cores: 6 }], ..MacFacts::default() };
+        assert_eq!(serde_json::to_string(&facts).unwrap(), r#"{"cpu_levels":[{"name":"Super","physical_cores":6}]}"#);
+        let old: MacFacts = serde_json::from_str(r#"{"performance_cores":8,"efficiency_cores":2}"#).unwrap();
+        assert_eq!((old.cpu_levels.len(), old.performance_cores, old.efficiency_cores), (0, Some(8), Some(2)));
     }
 }
