@@ -508,13 +508,14 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         group.iter().filter(|f| !f.short_stop).filter_map(|f| Some((f.rep, f.decode_tps?))).collect();
     in_order.sort_by_key(|(rep, _)| *rep);
     let thermal: Vec<_> = group.iter().filter_map(|f| f.thermal_pressure).collect();
-    let hot = thermal.iter().filter(|t| t.is_above_nominal()).count();
+    // Heavy is where macOS throttles; moderate is elevated pressure, not yet a slowed run.
+    let hot = thermal.iter().filter(|t| t.is_throttling()).count();
     if let Some(mut detail) = trend(&in_order.iter().map(|(_, r)| *r).collect::<Vec<_>>()) {
         // Whether the machine said it was throttling tells the two causes apart.
         if !thermal.is_empty() {
             detail.push_str(&match hot {
-                0 => "; the machine reported no thermal pressure".to_owned(),
-                n => format!("; thermal pressure above nominal in {n} of {} runs", thermal.len()),
+                0 => "; the machine reported no throttling thermal pressure".to_owned(),
+                n => format!("; thermal pressure heavy or worse in {n} of {} runs", thermal.len()),
             });
         }
         reasons.push(Reason::new(ReasonCode::Drift, detail));

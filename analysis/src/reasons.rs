@@ -69,7 +69,7 @@ impl ReasonCode {
             ReasonCode::LowN => "too few runs for the exact test to reach p ≤ 0.05, so the change is called at α = 0.10",
             ReasonCode::Drift => "the decode rate moved one way run after run (falling: thermal throttling; rising: a warming cache), a trend, not noise",
             ReasonCode::ColdStart => "no warmup run, and the first measured run is far from the others: it paid for a cold start (weights paged in, caches and kernels cold)",
-            ReasonCode::Thermal => "the machine reported thermal pressure above nominal during some runs: they may have run throttled",
+            ReasonCode::Thermal => "the machine reported thermal pressure heavy or worse (the level at which macOS throttles) during some runs: they may have run throttled",
             ReasonCode::UsageMismatch => "the server's usage count contradicts the events it streamed (fewer tokens than token events, or far more than they could carry), so neither the count nor the decode rate built on it is trusted",
             ReasonCode::NoCacheInfo => "the engine reported no cached prompt tokens (usage prompt_tokens_details.cached_tokens or timings.cache_n): the cache figures are unknown, not zero",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",

@@ -11,3 +11,4 @@ mod permutation;
 mod recompute;
 mod serving;
 mod soak;
+mod thermal_level;
