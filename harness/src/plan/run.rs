@@ -666,6 +666,11 @@ impl Shared<'_> {
 /// flushed), its steps with their gaps, every run appended as it ends; the pass of
 /// `options.resume` finished instead of a new one, where given.
 pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Result<PassSummary> {
+    // Before any engine starts: a translated benchpass would start them translated too.
+    let starts_engines = pass.cells.iter().any(|c| c.start.is_some());
+    if let Some(note) = provenance::mac::rosetta_decision(provenance::mac::rosetta_now(), starts_engines).map_err(anyhow::Error::msg)? {
+        eprintln!("{note}");
+    }
     let started_at = provenance::utc_now_rfc3339();
     let api_key = runner::api_key(options.api_key_env.as_deref())?;
     let most_streams = pass.steps.iter().filter_map(|(_, s)| s.concurrency).fold(pass.concurrency, u32::max);

@@ -152,6 +152,43 @@ pub fn parse_rosetta(text: &str) -> Option<bool> {
     }
 }
 
+/// What a pass does about Rosetta, decided from `sysctl.proc_translated` ([`parse_rosetta`]) and
+/// whether the pass starts engines itself (a plan with `start` cells) or only measures servers
+/// already running (`--url`). A translated benchpass starts a universal engine binary translated
+/// too (a child process keeps its parent's architecture), so a plan is refused before any
+/// engine starts: `Err` with the reason and the fix. A `--url` server runs as it was started,
+/// so that pass goes ahead with a note (`Ok(Some)`): only benchpass's own timing is translated.
+/// Native, Intel (`None`) and other systems: `Ok(None)`.
+pub fn rosetta_decision(translated: Option<bool>, starts_engines: bool) -> Result<Option<String>, String> {
+    if translated != Some(true) {
+        return Ok(None);
+    }
+    if starts_engines {
+        return Err("benchpass is running under Rosetta (sysctl.proc_translated = 1), so the engines this plan starts \
+would run translated too (a universal binary starts as x86_64 from an x86_64 parent) and their figures would not be this \
+Mac's. Run a native arm64 benchpass: build or install it from an arm64 shell (`arch -arm64 zsh`, then `cargo install`), or \
+start it with `arch -arm64 benchpass …`; `file $(which benchpass)` should say arm64."
+            .to_owned());
+    }
+    Ok(Some(
+        "note: benchpass is running under Rosetta (sysctl.proc_translated = 1): the servers at --url run as they were started, \
+but benchpass's own timing runs translated; a native arm64 benchpass (`arch -arm64 benchpass …`) measures without it."
+            .to_owned(),
+    ))
+}
+
+/// `sysctl -n sysctl.proc_translated` now: whether this process runs under Rosetta (`None` on
+/// Intel Macs and other systems).
+pub fn rosetta_now() -> Option<bool> {
+    #[cfg(target_os = "macos")]
+    {
+        let out = crate::platform::command("/usr/sbin/sysctl").args(["-n", "sysctl.proc_translated"]).output().ok()?;
+        out.status.success().then(|| parse_rosetta(&String::from_utf8_lossy(&out.stdout))).flatten()
+    }
+    #[cfg(not(target_os = "macos"))]
+    None
+}
+
 /// `sysctl -n iogpu.wired_limit_mb`: the GPU wired-memory limit in MiB (0: no override).
 pub fn parse_wired_limit_mb(text: &str) -> Option<u64> {
     sysctl_number(text, "iogpu.wired_limit_mb")
@@ -450,6 +487,22 @@ mod tests {
         assert_eq!(parse_cpu_levels("hw.perflevel0.name: A\nhw.perflevel0.name: B\nhw.perflevel0.physicalcpu: 8\n", 1), None);
         assert_eq!(parse_cpu_levels("sysctl: unknown oid 'hw.perflevel0.name'\n", 1), None);
         assert_eq!(legacy_core_counts(&[level("Performance", 4), level("Performance", 4)]), (None, None), "two of a name");
+    }
+
+    #[test]
+    fn rosetta_refuses_a_plan_and_notes_a_url_pass() {
+        let translated = parse_rosetta(fixture!("sysctl-proc_translated-2.txt"));
+        let refusal = rosetta_decision(translated, true).unwrap_err();
+        assert!(refusal.contains("under Rosetta") && refusal.contains("arch -arm64"), "{refusal}");
+        let note = rosetta_decision(translated, false).unwrap().unwrap();
+        assert!(note.starts_with("note:") && note.contains("--url"), "{note}");
+        let native = parse_rosetta(fixture!("sysctl-proc_translated-1.txt"));
+        assert_eq!(rosetta_decision(native, true), Ok(None));
+        let intel = parse_rosetta(fixture!("sysctl-proc_translated-3.txt"));
+        assert_eq!(rosetta_decision(intel, true), Ok(None));
+        if !cfg!(target_os = "macos") {
+            assert_eq!(rosetta_now(), None, "no Rosetta off a Mac: a plan runs");
+        }
     }
 
     #[test]
