@@ -22,6 +22,7 @@ mod llama_cpp_agent;
 mod llama_cpp_quality;
 mod log_only_engines;
 mod mlx_lm;
+mod plan_preview;
 mod plans;
 mod process_groups;
 mod quality;

@@ -522,6 +522,7 @@ fn to_json(table: &toml::Table) -> serde_json::Map<String, Value> {
 }
 
 pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<PassSummary> {
+    plan.ready_to_run()?;
     execute(&PassPlan::of_plan(plan), options).await
 }
 
