@@ -5,6 +5,7 @@
 mod support;
 
 mod agent;
+mod busy_port;
 mod cache_clear;
 mod cache_flush;
 mod cli;
