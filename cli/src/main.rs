@@ -548,8 +548,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Plan(PlanCommand::Check { plan }) => {
             let plan = load_plan(&plan)?;
             print_advice(&plan);
+            print_not_ready(&plan);
+            // Not ready here is still a plan that checks (exit 0): it can be read and
+            // previewed; the line says that `run` refuses it.
+            let verdict = match plan.not_ready.len() {
+                0 => "ok".to_owned(),
+                n => format!("checks, with {n} to fix above before `benchpass run` takes it (`--dry-run` shows its schedule now)"),
+            };
             println!(
-                "{}: {} engines, {} models, {} cells, {} steps: ok",
+                "{}: {} engines, {} models, {} cells, {} steps: {verdict}",
                 plan.path.display(),
                 plan.file.engines.len(),
                 plan.file.models.len(),
@@ -845,6 +852,16 @@ fn print_advice(plan: &harness::plan::Plan) {
     }
 }
 
+/// What keeps the plan from running here (a program not installed, a placeholder left as
+/// shipped), on stderr, for `plan check` and `--dry-run`, which go on; `run` refuses with them.
+fn print_not_ready(plan: &harness::plan::Plan) {
+    for problem in &plan.not_ready {
+        for line in problem.to_string().lines() {
+            eprintln!("{}", harness::progress::printable(line));
+        }
+    }
+}
+
 fn progress_mode(arg: ProgressArg) -> ProgressMode {
     match arg {
         ProgressArg::Auto => ProgressMode::Auto,
@@ -858,6 +875,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
     print_advice(&plan);
     let gap_scale = args.gap_scale.unwrap_or(1.0);
     if args.dry_run {
+        print_not_ready(&plan);
         print!("{}", harness::plan::dry_run(&plan, gap_scale));
         return Ok(ExitCode::SUCCESS);
     }

@@ -5,6 +5,7 @@
 mod support;
 
 mod agent;
+mod busy_port;
 mod cache_clear;
 mod cache_flush;
 mod cli;
@@ -22,6 +23,7 @@ mod llama_cpp_agent;
 mod llama_cpp_quality;
 mod log_only_engines;
 mod mlx_lm;
+mod plan_preview;
 mod plans;
 mod process_groups;
 mod quality;

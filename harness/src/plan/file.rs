@@ -215,6 +215,11 @@ pub struct Plan {
     /// The workloads as pass steps, in order, each with its workload index.
     pub steps: Vec<(usize, Step)>,
     pub order: Order,
+    /// What keeps a plan that checks from running on this machine: an engine's program not
+    /// found here, a placeholder value left as shipped. `plan check` and `--dry-run` name each
+    /// and go on, so that a plan can be read and previewed before its engines are installed;
+    /// `run` refuses the plan ([`Plan::ready_to_run`]).
+    pub not_ready: Vec<PlanError>,
 }
 
 impl Plan {
@@ -225,6 +230,57 @@ impl Plan {
     pub fn model(&self, name: &str) -> &ModelSpec {
         self.file.models.iter().find(|m| *m.name.get_ref() == name).expect("checked: cells name known models")
     }
+
+    /// Whether the plan can run here: an error naming everything in [`Plan::not_ready`].
+    pub fn ready_to_run(&self) -> anyhow::Result<()> {
+        let n = self.not_ready.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let lines: Vec<String> = self.not_ready.iter().map(ToString::to_string).collect();
+        let things = if n == 1 { "1 thing".to_owned() } else { format!("{n} things") };
+        anyhow::bail!("the plan is not ready to run on this machine ({things} to fix first; nothing was started or written):\n{}", lines.join("\n"))
+    }
+}
+
+/// A value a shipped plan leaves for its user to fill in: a whole string between `<` and `>`,
+/// such as `"<folder of your model folders>"`, or an example inside the marks,
+/// `"<Qwen3.6-35B-A3B-4bit>"`. The mark is in the value itself because a TOML comment is
+/// invisible to the parser: a value marked so is named by `plan check` wherever it is, and no
+/// real path, program, model id or URL has this form.
+pub fn is_placeholder(value: &str) -> bool {
+    value.len() > 2 && value.starts_with('<') && value.ends_with('>')
+}
+
+/// Every string of `text` (a TOML file the parser read) that [`is_placeholder`], with the byte
+/// offset of its opening quote, outside comments: basic and literal strings, single-line and
+/// multi-line.
+fn placeholders(text: &str) -> Vec<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'#' => i = text[i..].find('\n').map_or(bytes.len(), |n| i + n),
+            quote @ (b'"' | b'\'') => {
+                let triple = bytes[i..].starts_with(&[quote; 3]);
+                let close: &[u8] = if triple { &bytes[i..i + 3] } else { &bytes[i..i + 1] };
+                let start = i + close.len();
+                let mut end = start;
+                while end < bytes.len() && !bytes[end..].starts_with(close) {
+                    // A basic string's escape: `\"` does not close it (escapes are ASCII).
+                    end += if quote == b'"' && bytes[end] == b'\\' { 2 } else { 1 };
+                }
+                let end = end.min(bytes.len());
+                if let Some(value) = text.get(start..end).filter(|v| is_placeholder(v)) {
+                    found.push((i, value));
+                }
+                i = end + close.len();
+            }
+            _ => i += 1,
+        }
+    }
+    found
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -289,6 +345,25 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     let mut error = |span: std::ops::Range<usize>, message: String, hint: Option<String>| {
         errors.push(PlanError { path: path.to_owned(), line: line_of(&text, span.start), message, hint });
     };
+    // What this machine lacks and what the user has still to fill in: named, but not errors.
+    let mut not_ready: Vec<PlanError> = placeholders(&text)
+        .into_iter()
+        .map(|(at, value)| PlanError {
+            path: path.to_owned(),
+            line: line_of(&text, at),
+            message: format!("`{value}` is a placeholder: put your own value in its place"),
+            hint: Some(
+                "a value between `<` and `>` is one the plan leaves to you; where it is an example that is yours, drop the `<` and `>` \
+                 (`plan check` and `--dry-run` go on past it, `run` refuses the plan)"
+                    .into(),
+            ),
+        })
+        .collect();
+    let mut missing = |span: std::ops::Range<usize>, message: String, hint: &str| {
+        not_ready.push(PlanError { path: path.to_owned(), line: line_of(&text, span.start), message, hint: Some(hint.to_owned()) });
+    };
+    const MISSING_HINT: &str =
+        "install the engine, or give the full path to its executable (`plan check` and `--dry-run` go on without it, `run` refuses the plan)";
 
     // What no `kv_cache_dir` may reach: the home, working and plan's folders, every model's
     // weights and every engine's executable.
@@ -331,20 +406,18 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         if let Some(start) = &engine.start {
             match start.get_ref().first() {
                 None => error(start.span(), "`start` is empty".to_owned(), Some("`start = [\"llama-server\", \"-m\", \"{weights}\", \"--port\", \"{port}\"]`".into())),
-                Some(program) if !program.contains('{') && find_executable(program).is_none() => error(
-                    start.span(),
-                    format!("`{program}` is neither a file nor on PATH"),
-                    Some("install the engine, or give the full path to its executable".into()),
-                ),
+                Some(program) if !program.contains('{') && !is_placeholder(program) && find_executable(program).is_none() => {
+                    missing(start.span(), format!("`{program}` is neither a file nor on PATH"), MISSING_HINT)
+                }
                 _ => {}
             }
         }
-        if let Some(exe) = &engine.executable {
+        if let Some(exe) = engine.executable.as_ref().filter(|e| !is_placeholder(e.get_ref())) {
             if find_executable(exe.get_ref()).is_none() {
-                error(exe.span(), format!("executable `{}` not found", exe.get_ref()), None);
+                missing(exe.span(), format!("executable `{}` not found", exe.get_ref()), MISSING_HINT);
             }
         }
-        if let Some(dir) = &engine.kv_cache_dir {
+        if let Some(dir) = engine.kv_cache_dir.as_ref().filter(|d| !is_placeholder(d.get_ref())) {
             // Checked again, against the pass folder too, right before every clear.
             let empty = dir.get_ref().trim().is_empty().then(|| "an empty path names no cache folder".to_owned());
             if let Some(why) = empty.or_else(|| cache_guards.check(&resolve(base, dir.get_ref()))) {
@@ -369,7 +442,7 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
         if model_names[..i].contains(&name.as_str()) {
             error(model.name.span(), format!("model `{name}` is defined twice"), None);
         }
-        if let Some(weights) = &model.weights {
+        if let Some(weights) = model.weights.as_ref().filter(|w| !is_placeholder(w.get_ref())) {
             let resolved = resolve(base, weights.get_ref());
             if !resolved.exists() {
                 error(weights.span(), format!("weights `{}` do not exist", weights.get_ref()), Some("give the path of the weight file or folder (relative to the plan, or with ~)".into()));
@@ -549,8 +622,9 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             );
         }
     }
+    not_ready.sort_by_key(|e| e.line);
     if errors.is_empty() {
-        Ok(Plan { path: path.to_owned(), file, steps, order })
+        Ok(Plan { path: path.to_owned(), file, steps, order, not_ready })
     } else {
         Err(errors)
     }
@@ -604,5 +678,18 @@ pub fn resolve(base: &Path, path: &str) -> PathBuf {
         expanded
     } else {
         base.join(expanded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_whole_strings_outside_comments_in_every_kind_of_string() {
+        let text = "a = \"<x>\" # \"<in a comment>\"\nb = '<y>'\nc = \"\\\"<not>\\\"\"\nd = \"\"\"<z>\"\"\"\ne = ['''<w>''', \"a<b>\", \"<>\"]\nf = \"é <v> é\"\n";
+        let found: Vec<(usize, &str)> = placeholders(text).into_iter().map(|(at, v)| (line_of(text, at), v)).collect();
+        assert_eq!(found, [(1, "<x>"), (2, "<y>"), (4, "<z>"), (5, "<w>")]);
+        assert!(toml::from_str::<toml::Table>(text).is_ok(), "the text is TOML");
     }
 }

@@ -80,6 +80,67 @@ pub async fn make_way(log: &Path, health_url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Before a pass's first cell: every port an engine benchpass starts is to listen on is free
+/// (`engines`: each engine's name and its URL). A port taken would fail that engine's cells one
+/// run at a time, each after the gap before it, so the pass is refused before anything is
+/// written, naming each port taken and the process that holds it where this machine says.
+pub fn check_ports<'a>(engines: impl IntoIterator<Item = (&'a str, &'a str)>) -> anyhow::Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    let mut taken = Vec::new();
+    for (engine, url) in engines {
+        if !seen.insert(url) {
+            continue;
+        }
+        if let Some(why) = port_taken(url) {
+            taken.push(format!("engine `{engine}` ({url}): {why}"));
+        }
+    }
+    if taken.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} taken, so the plan is refused before its first cell (nothing was started or written):\n{}\nstop what holds it, or give the engine another `port` in the plan",
+        if taken.len() == 1 { "a port the plan's engines need is".to_owned() } else { format!("{} ports the plan's engines need are", taken.len()) },
+        taken.join("\n")
+    )
+}
+
+/// Why the port of `url` cannot be an engine's: something accepts connections there, or (on a
+/// loopback host) it is bound, say on every address; `None` when it is free, or when the URL
+/// names no host and port this check can try.
+fn port_taken(url: &str) -> Option<String> {
+    use std::net::{TcpListener, TcpStream, ToSocketAddrs as _};
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let port = parsed.port_or_known_default()?;
+    let addrs: Vec<std::net::SocketAddr> = (host.as_str(), port).to_socket_addrs().ok()?.collect();
+    let answers = addrs.iter().any(|a| TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok());
+    let bound = || {
+        addrs.iter().filter(|a| a.ip().is_loopback()).any(|a| matches!(TcpListener::bind(a), Err(e) if e.kind() == std::io::ErrorKind::AddrInUse))
+    };
+    if !answers && !bound() {
+        return None;
+    }
+    let who = match crate::memory::listener_of(url) {
+        Some(listener) => listener.describe(),
+        None => format!("a process this machine does not name (another user's, or one in a container: `lsof -i :{port}` may say)"),
+    };
+    Some(format!("port {port} is taken by {who}"))
+}
+
+/// Stops every engine an interrupted pass in `dir` left running (its pid files under `logs/`
+/// say which), before a resume checks the ports: the port an orphan holds is the resumed
+/// pass's own.
+pub async fn stop_orphans(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir.join("logs")) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "pid") {
+            stop_orphan(&path, &path.with_extension("log")).await;
+        }
+    }
+}
+
 /// A server benchpass started, in a process group of its own; stopped with everything it
 /// spawned on [`Engine::stop`] or when dropped.
 pub struct Engine {

@@ -522,6 +522,7 @@ fn to_json(table: &toml::Table) -> serde_json::Map<String, Value> {
 }
 
 pub async fn run_plan(plan: &Plan, options: PlanRunOptions) -> anyhow::Result<PassSummary> {
+    plan.ready_to_run()?;
     execute(&PassPlan::of_plan(plan), options).await
 }
 
@@ -697,6 +698,13 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         .iter()
         .map(|v| v.parts.iter().map(|p| p.slots.iter().map(|&s| recorded.owed(&pass.cells[v.cell].id, s)).collect()).collect())
         .collect();
+
+    // Before anything is written: every port an engine benchpass starts is free (an engine a
+    // killed pass left running stopped first), or the pass is not made.
+    if let Some(dir) = &options.resume {
+        lifecycle::stop_orphans(dir).await;
+    }
+    lifecycle::check_ports(pass.cells.iter().filter(|c| c.start.is_some()).map(|c| (c.engine.as_str(), c.url.as_str())))?;
 
     // Before anything is written: the first cell, its prompts cut, where the pass is made so.
     let mut ready_first = None;
