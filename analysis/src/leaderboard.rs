@@ -17,7 +17,7 @@ use crate::reasons::join_codes;
 /// The number of columns.
 pub const N_COLUMNS: usize = 26;
 
-/// The columns, in this order. Changing them breaks every consumer: don't. The last six came
+/// The columns, in this order. Changing them breaks every consumer: don't. The last seven came
 /// later (the rest of the comparison key, `crate::key`) and are at the end, so that a reader by
 /// position finds the first nineteen where they were.
 pub const COLUMNS: [&str; N_COLUMNS] = [
