@@ -402,13 +402,11 @@ fn spec_acceptance((drafted, accepted): (u64, u64), group: &[&RunFacts]) -> Opti
     crate::summary::median(&logged)
 }
 
-/// The engine's name, when the group's step asked to run past EOS and the engine's preset has no
-/// way to (`past_eos = unsupported`): its short stops are the engine's EOS, not a fault.
-fn cannot_be_held_to_cap<'a>(pass: &Pass, info: Option<&'a benchpass_format::CellInfo>, g: &Group) -> Option<&'a str> {
-    let info = info.filter(|c| c.past_eos == Some(engines::presets::IgnoreEos::Unsupported))?;
-    let request = pass.info.request.as_ref()?;
-    let asked = request.ignore_eos || request.steps.iter().any(|s| s.workload == g.workload && s.target_prompt_tokens == g.target && s.ignore_eos);
-    asked.then_some(info.engine.name.as_str())
+/// The engine's name, when the step asked to run past EOS and the engine's preset has no way to
+/// (`past_eos = unsupported`, as [`benchpass_format::PassInfo::step_request`] decides it): its
+/// short stops are the engine's EOS, not a fault.
+fn cannot_be_held_to_cap<'a>(request: &crate::key::RequestFacts, info: Option<&'a benchpass_format::CellInfo>) -> Option<&'a str> {
+    (request.past_eos == engines::presets::IgnoreEos::Unsupported.as_str()).then_some(info?.engine.name.as_str())
 }
 
 fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> CellStep {
@@ -425,7 +423,8 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         reasons.push(Reason::new(ReasonCode::Errors, format!("{} of {} runs failed", g.n_failed, g.n)));
     }
     // Decode from runs that reached their cap; only when none did, from the short ones, marked.
-    let why_short = match cannot_be_held_to_cap(pass, info, &g) {
+    let request = pass.info.step_request(&g.cell, g.workload, g.target, g.concurrency);
+    let why_short = match cannot_be_held_to_cap(&request, info) {
         Some(engine) => format!(": {engine} has no way past EOS, so it cannot be held to its token cap"),
         None => String::new(),
     };
@@ -456,15 +455,7 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
     };
     // The planned step at this concurrency (a sweep plans one per level); a pass whose runs
     // and plan disagree on concurrency still finds its step by workload and target.
-    let n_planned = pass.info.request.as_ref().and_then(|r| {
-        let at = |s: &&benchpass_format::Step| s.workload == g.workload && s.target_prompt_tokens == g.target;
-        r.steps
-            .iter()
-            .filter(at)
-            .find(|s| s.concurrency.unwrap_or(r.concurrency) == g.concurrency)
-            .or_else(|| r.steps.iter().find(at))
-            .map(|s| s.runs)
-    });
+    let n_planned = pass.info.request.as_ref().and_then(|r| r.step_at(g.workload, g.target, g.concurrency)).map(|s| s.runs);
     let n_decode = decode.as_ref().map_or(0, |m| m.values.len());
     if n_planned.is_some_and(|planned| (g.n as u32) < planned) {
         reasons.push(Reason::new(ReasonCode::FewRuns, format!("{} of {} planned runs recorded", g.n, n_planned.unwrap_or(0))));
@@ -553,7 +544,6 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         }
     }
 
-    let request = pass.info.step_request(&g.cell, g.workload, g.target, g.concurrency);
     CellStep {
         pass_id: pass.info.pass_id.clone(),
         machine: pass.info.machine.name.clone(),

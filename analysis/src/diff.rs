@@ -476,7 +476,7 @@ fn pass_reasons(a: &Pass, b: &Pass) -> Vec<Reason> {
         let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
         let json = |v: &Option<serde_json::Value>| v.as_ref().map_or_else(|| "none".to_owned(), |v| v.to_string());
         // As `request_reasons` writes it, so that a pass and its CSV import say the same.
-        let rate = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
+        let rate = |v: Option<f64>| shown(&benchpass_format::key_number(v));
         let params: [(&str, String, String); 9] = [
             ("api", ra.api.clone(), rb.api.clone()),
             ("temperature", ra.temperature.to_string(), rb.temperature.to_string()),
@@ -518,6 +518,11 @@ fn cell_reasons(pass_reasons: &[Reason], a_pass: &Pass, a: &CellStep, b_pass: &P
     reasons
 }
 
+/// A key field in a reason: `none` where it is empty.
+fn shown(v: &str) -> String {
+    if v.is_empty() { "none".to_owned() } else { v.to_owned() }
+}
+
 /// The fields of the comparison key that say how the steps were requested (API, temperature,
 /// arrivals, way past EOS), each that differs named with both values, unless the passes'
 /// own parameters already named it. Where a side knows nothing of them (a runs CSV from
@@ -526,8 +531,8 @@ fn request_reasons(a: &crate::key::RequestFacts, b: &crate::key::RequestFacts, n
     if !(a.is_known() && b.is_known()) {
         return Vec::new();
     }
-    let number = |v: Option<f64>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
-    let text = |v: &str| if v.is_empty() { "none".to_owned() } else { v.to_owned() };
+    let number = |v: Option<f64>| shown(&benchpass_format::key_number(v));
+    let text = shown;
     let known = !a.prompt_set.is_empty() && !b.prompt_set.is_empty();
     let short = |v: &str| if known { v.chars().take(12).collect() } else { String::new() };
     let fields = [

@@ -41,17 +41,12 @@ impl ComparisonKey {
             target_prompt_tokens: step.target_prompt_tokens,
             max_tokens: step.max_tokens,
             concurrency: step.concurrency,
-            request_rate: optional(step.request.request_rate),
+            request_rate: benchpass_format::key_number(step.request.request_rate),
             api: step.request.api.clone(),
-            temperature: optional(step.request.temperature),
+            temperature: benchpass_format::key_number(step.request.temperature),
             past_eos: step.request.past_eos.clone(),
             prompt_set: step.request.prompt_set.clone(),
             machine: step.machine.clone(),
         }
     }
-}
-
-/// A number as the key writes it: its shortest exact form, empty when absent.
-fn optional(v: Option<f64>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
 }

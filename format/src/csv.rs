@@ -181,8 +181,6 @@ impl<W: Write> Rows<W> {
             .find(|c| c.id == run.cell)
             .ok_or_else(|| anyhow::anyhow!("run names cell `{}` that pass.json does not list", run.cell))?;
         let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-        // Shortest exact form: it reads back to the same number, and writes the same bytes.
-        let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
         let request = info.step_request(&run.cell, run.workload, run.target_prompt_tokens, run.concurrency);
         let ms = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
         self.writer.write_record([
@@ -209,8 +207,8 @@ impl<W: Write> Rows<W> {
             run.concurrency.to_string(),
             run.attempt.to_string(),
             request.api,
-            number(request.temperature),
-            number(request.request_rate),
+            key_number(request.temperature),
+            key_number(request.request_rate),
             request.past_eos,
             run.session.map(|s| s.to_string()).unwrap_or_default(),
             run.turn.map(|t| t.to_string()).unwrap_or_default(),
@@ -387,11 +385,10 @@ fn record_request(cell: &mut CellInfo, run: &RunRecord, request: StepRequest) ->
         cell.imported_steps.push(ImportedStep { workload: run.workload, target_prompt_tokens: run.target_prompt_tokens, concurrency: run.concurrency, request });
         return Ok(());
     };
-    let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     let fields = [
         ("api", known.request.api.clone(), request.api.clone()),
-        ("temperature", number(known.request.temperature), number(request.temperature)),
-        ("request_rate", number(known.request.request_rate), number(request.request_rate)),
+        ("temperature", key_number(known.request.temperature), key_number(request.temperature)),
+        ("request_rate", key_number(known.request.request_rate), key_number(request.request_rate)),
         ("past_eos", known.request.past_eos.clone(), request.past_eos.clone()),
         ("prompt_set", known.request.prompt_set.clone(), request.prompt_set.clone()),
     ];

@@ -149,6 +149,22 @@ pub struct StepRequest {
     pub prompt_set: String,
 }
 
+impl RequestParams {
+    /// The planned step of `workload` at `target` run at `concurrency` streams (a sweep plans
+    /// one per level); where no step names that level (runs and plan disagree), the first of
+    /// that workload and target.
+    pub fn step_at(&self, workload: Workload, target: u64, concurrency: u32) -> Option<&Step> {
+        let at = |s: &&Step| s.workload == workload && s.target_prompt_tokens == target;
+        self.steps.iter().filter(at).find(|s| s.concurrency.unwrap_or(self.concurrency) == concurrency).or_else(|| self.steps.iter().find(at))
+    }
+}
+
+/// A number of the comparison key as it is written (runs CSV, leaderboard, diff reasons):
+/// its shortest exact form, which reads back to the same number; empty when absent.
+pub fn key_number(v: Option<f64>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
 impl StepRequest {
     /// Whether anything is known of how the step was requested: every measured pass and every
     /// runs CSV since the columns came names its API.
@@ -611,7 +627,7 @@ impl PassInfo {
             });
             return imported.map(|s| s.request.clone()).unwrap_or_default();
         };
-        let step = request.steps.iter().find(|s| s.workload == workload && s.target_prompt_tokens == target);
+        let step = request.step_at(workload, target, concurrency);
         let ignore_eos = request.ignore_eos || step.is_some_and(|s| s.ignore_eos);
         use engines::presets::IgnoreEos;
         let past_eos = match cell {
