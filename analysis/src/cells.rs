@@ -36,6 +36,11 @@ pub const RECONCILE_MARGIN: f64 = 0.05;
 pub const DRIFT_MARGIN: f64 = 0.05;
 /// Runs a band needs.
 pub const MIN_RUNS_FOR_BAND: usize = 3;
+/// The share of a run's prompt the server must say it served from its prefix cache for
+/// `prefix-cached`: 10 %. A chat template's shared opening is a few tokens of a prompt-matrix
+/// prompt; past a tenth of the prompt, the prefill skipped moves TTFT by more than the runs'
+/// usual spread.
+pub const PREFIX_CACHED_SHARE: f64 = 0.10;
 
 #[cfg(test)]
 mod tests {
@@ -493,6 +498,9 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
     if let Some(detail) = nondeterminism(pass, &group) {
         reasons.push(Reason::new(ReasonCode::Nondeterministic, detail));
     }
+    if let Some(detail) = prefix_cached(&group) {
+        reasons.push(Reason::new(ReasonCode::PrefixCached, detail));
+    }
 
     // Run order: repetitions as recorded (warmups are already out).
     let mut in_order: Vec<(u32, f64)> =
@@ -597,7 +605,7 @@ fn agent_step(step: &mut CellStep, cell: AgentCell) {
     step.prompt_tokens = None;
     step.n_short = cell.n_short;
     step.decode_burst = cell.decode_is_burst;
-    let replaced = [ReasonCode::Errors, ReasonCode::ShortStop, ReasonCode::FewRuns, ReasonCode::TokenEstimate, ReasonCode::Drift, ReasonCode::ColdStart, ReasonCode::PromptSize];
+    let replaced = [ReasonCode::Errors, ReasonCode::ShortStop, ReasonCode::FewRuns, ReasonCode::TokenEstimate, ReasonCode::Drift, ReasonCode::ColdStart, ReasonCode::PromptSize, ReasonCode::PrefixCached];
     step.reasons.retain(|r| !replaced.contains(&r.code));
     for reason in &cell.reasons {
         let code = match reason.code {
@@ -647,6 +655,20 @@ fn beyond_the_rest(values: &[f64], unit: &str) -> Option<String> {
         return None;
     }
     Some(format!("run 1 at {first:.1} {unit}, the other {} at {lo:.1}–{hi:.1} {unit}", rest.len()))
+}
+
+/// The runs the server said it served in good part from its prefix cache (at least
+/// [`PREFIX_CACHED_SHARE`] of the prompt), as `k of n runs, median m % of the prompt cached`.
+/// Only what the server reported counts: a run with no cached count is not guessed warm.
+/// Agent sessions measure the cache on purpose and drop this reason (`agent_step`).
+fn prefix_cached(runs: &[&RunFacts]) -> Option<String> {
+    let shares: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| Some(r.cached_prompt_tokens? as f64 / r.prompt_tokens.filter(|p| *p > 0)? as f64))
+        .filter(|share| *share >= PREFIX_CACHED_SHARE)
+        .collect();
+    let median = crate::summary::median(&shares)?;
+    Some(format!("{} of {} runs, median {:.0} % of the prompt cached", shares.len(), runs.len(), (median * 100.0).min(100.0)))
 }
 
 /// At temperature 0, the same prompt should give the same text; several outputs for one

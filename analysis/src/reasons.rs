@@ -23,6 +23,8 @@ pub enum ReasonCode {
     UsageMismatch,
     ColdStart,
     NoCacheInfo,
+    /// Runs of a workload measured cold were served largely from the engine's prefix cache.
+    PrefixCached,
     /// Lines of the pass's runs.jsonl could not be read: the figures are over the others.
     Damaged,
 }
@@ -48,6 +50,7 @@ impl ReasonCode {
             ReasonCode::UsageMismatch => "usage-mismatch",
             ReasonCode::ColdStart => "cold-start",
             ReasonCode::NoCacheInfo => "no-cache-info",
+            ReasonCode::PrefixCached => "prefix-cached",
             ReasonCode::Damaged => "damaged",
         }
     }
@@ -72,6 +75,7 @@ impl ReasonCode {
             ReasonCode::Thermal => "the machine reported thermal pressure heavy or worse (the level at which macOS throttles) during some runs: they may have run throttled",
             ReasonCode::UsageMismatch => "the server's usage count contradicts the events it streamed (fewer tokens than token events, or far more than they could carry), so neither the count nor the decode rate built on it is trusted",
             ReasonCode::NoCacheInfo => "the engine reported no cached prompt tokens (usage prompt_tokens_details.cached_tokens or timings.cache_n): the cache figures are unknown, not zero",
+            ReasonCode::PrefixCached => "the server said it served much of the prompt from its prefix cache in some runs: their TTFT and prefill rate are warm figures, not a cold prompt's",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
             ReasonCode::Damaged => "the pass's runs.jsonl holds lines that could not be read (or a last line cut short): the runs they held, of whichever cell, are missing from these figures",
         }

@@ -39,6 +39,9 @@ pub struct RunFacts {
     /// contradict each other ([`metrics::usage_contradicts_events`]); `None` where they agree or
     /// there is nothing to compare (no usage, or an imported run with no events).
     pub usage_mismatch: Option<(u64, u64)>,
+    /// Prompt tokens the server said it served from its prefix cache (`cached_prompt_tokens`
+    /// in runs.jsonl); `None` where it said nothing.
+    pub cached_prompt_tokens: Option<u64>,
 }
 
 /// Draft tokens proposed and accepted during a run, from the engine's Prometheus counters
@@ -138,6 +141,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 thermal_pressure: run.thermal_pressure,
                 server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),
                 usage_mismatch,
+                cached_prompt_tokens: run.cached_prompt_tokens,
             }
         })
         .collect()

@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod charts;
 pub mod diff;
+pub mod headline;
 pub mod quality;
 pub mod serving;
 pub mod summary;
@@ -134,6 +135,7 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
     let serving = serving::render(steps)?;
     let ctx = context! {
         pass => view::header(pass),
+        headlines => headline::headlines(steps),
         tables => tables,
         notes => notes,
         level_columns => view::Levels::of(steps).columns(),

@@ -285,13 +285,13 @@ pub fn can_be_best(step: &CellStep, kind: MetricKind) -> bool {
     })
 }
 
-/// The steps whose figure of `kind` is the best of their column, among the steps they can be
-/// compared with: the same column and the same comparison key (`analysis::key`: model family,
-/// lane, workload, token cap, streams, arrival rate, API, temperature, way past EOS, machine),
-/// each of which [`can_be_best`], and at least two of them. A group whose actual
-/// prompts lie further apart than `analysis::cells::PROMPT_SPREAD_MARGIN` has no best (the
-/// prompts differ, not only the engines). Equal medians are all marked.
-pub fn best_in_columns<'a>(steps: &[&'a CellStep], kind: MetricKind, column_of: impl Fn(&CellStep) -> (u64, String)) -> Vec<&'a CellStep> {
+/// The groups of steps whose figure of `kind` may be ranked against each other: the same
+/// column and the same comparison key (`analysis::key`: model family, lane, workload, token
+/// cap, streams, arrival rate, API, temperature, way past EOS, machine), each of which
+/// [`can_be_best`], and at least two of them. A group whose actual prompts lie further apart
+/// than `analysis::cells::PROMPT_SPREAD_MARGIN` is no group (the prompts differ, not only the
+/// engines). The best marks and the headline both rank within these groups and nowhere else.
+pub fn comparable_groups<'a>(steps: &[&'a CellStep], kind: MetricKind, column_of: impl Fn(&CellStep) -> (u64, String)) -> Vec<Vec<&'a CellStep>> {
     type Key = ((u64, String), analysis::key::ComparisonKey);
     let mut groups: Vec<(Key, Vec<&'a CellStep>)> = Vec::new();
     for &s in steps.iter().filter(|s| can_be_best(s, kind)) {
@@ -302,16 +302,22 @@ pub fn best_in_columns<'a>(steps: &[&'a CellStep], kind: MetricKind, column_of: 
             None => groups.push((key, vec![s])),
         }
     }
+    groups
+        .into_iter()
+        .map(|(_, members)| members)
+        .filter(|members| {
+            let prompts: Vec<f64> = members.iter().filter_map(|s| s.prompt_tokens.as_ref().map(|m| m.median)).collect();
+            let (lo, hi) = prompts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+            members.len() >= 2 && !(prompts.len() >= 2 && lo > 0.0 && (hi - lo) / lo > analysis::cells::PROMPT_SPREAD_MARGIN)
+        })
+        .collect()
+}
+
+/// The steps whose figure of `kind` is the best of their column ([`comparable_groups`]).
+/// Equal medians are all marked.
+pub fn best_in_columns<'a>(steps: &[&'a CellStep], kind: MetricKind, column_of: impl Fn(&CellStep) -> (u64, String)) -> Vec<&'a CellStep> {
     let mut best = Vec::new();
-    for (_, members) in groups {
-        if members.len() < 2 {
-            continue;
-        }
-        let prompts: Vec<f64> = members.iter().filter_map(|s| s.prompt_tokens.as_ref().map(|m| m.median)).collect();
-        let (lo, hi) = prompts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
-        if prompts.len() >= 2 && lo > 0.0 && (hi - lo) / lo > analysis::cells::PROMPT_SPREAD_MARGIN {
-            continue;
-        }
+    for members in comparable_groups(steps, kind, column_of) {
         let median = |s: &CellStep| s.metric(kind).map_or(f64::NAN, |m| m.median);
         let top = members.iter().map(|s| median(s)).fold(if higher_is_better(kind) { f64::MIN } else { f64::MAX }, |a, b| {
             if higher_is_better(kind) { a.max(b) } else { a.min(b) }

@@ -8,6 +8,7 @@ mod hand_worked;
 mod key_fixtures;
 mod more_fixtures;
 mod permutation;
+mod prefix_cached;
 mod recompute;
 mod serving;
 mod soak;

@@ -1,5 +1,5 @@
 //! The HTML report in a real headless Chromium: it parses, its tables and charts are there,
-//! it fits a phone's width, and a screenshot is kept (target/report-screenshots/).
+//! it fits a phone's width, and a screenshot is kept (`report-screenshots/` in the build's target tmp folder).
 
 use std::process::Command;
 

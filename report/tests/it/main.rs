@@ -6,6 +6,7 @@ mod agent;
 mod bands;
 mod browser;
 mod glance;
+mod headline;
 mod hostile_csv;
 mod hostile_numbers;
 mod marks;
@@ -136,8 +137,10 @@ fn strings_from_engines_cannot_inject_markup_or_break_tables() {
 }
 
 /// Where screenshots are kept for a person to look at.
+/// Where the browser tests keep their screenshots: under the build's own target folder
+/// (`CARGO_TARGET_TMPDIR`, which follows `CARGO_TARGET_DIR`), never in the clone.
 pub fn artifacts() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/report-screenshots");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
