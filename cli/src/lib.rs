@@ -2,6 +2,8 @@
 //! same: read passes, ask `analysis` for the figures and `report` for the text, write files.
 //! The command line (`main.rs`) only parses flags and chooses where output goes.
 
+pub mod demo;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 

@@ -29,6 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Run(Box<RunArgs>),
+    Demo(DemoArgs),
     #[command(subcommand)]
     Plan(PlanCommand),
     Sim(SimArgs),
@@ -41,6 +42,24 @@ enum Command {
     Import(ImportArgs),
     Completions(CompletionsArgs),
     Man,
+}
+
+/// Benchmark the built-in reference engine end to end and render its report: about half a
+/// minute, nothing to install. The reference engine (`benchpass sim`, served in process on
+/// loopback) stands in for a real one; the pass is the seed protocol in short: sustained runs,
+/// a 128/2048/8192-token prompt matrix, one replayed agent session.
+///   benchpass demo              pass in ./data/passes/<pass id>/, report in ./reports/<pass id>/
+///   benchpass demo --out DIR    pass in DIR/pass/, report in DIR/report/
+/// Then: `benchpass run --url URL --model ID` against a real server.
+#[derive(clap::Args)]
+#[command(verbatim_doc_comment)]
+struct DemoArgs {
+    /// Where to write the pass (DIR/pass) and the report (DIR/report).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// auto: a progress bar on a terminal, lines otherwise; plain: lines; quiet: nothing.
+    #[arg(long, value_enum, default_value_t = ProgressArg::Auto)]
+    progress: ProgressArg,
 }
 
 /// Render a pass's report: report.md, report.html, charts/*.svg and leaderboard.csv.
@@ -544,6 +563,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(plan) => plan_run_command(&plan, *args),
                 None => run_command(*args),
             }
+        }
+        Command::Demo(args) => {
+            let pass_id = benchpass::demo::pass_id();
+            let (pass_dir, report_dir) = match &args.out {
+                Some(dir) => (dir.join("pass"), dir.join("report")),
+                None => (PathBuf::from("data/passes").join(&pass_id), PathBuf::from("reports").join(&pass_id)),
+            };
+            benchpass::demo::run(&pass_id, &pass_dir, &report_dir, progress_mode(args.progress))?.print();
+            Ok(ExitCode::SUCCESS)
         }
         Command::Plan(PlanCommand::Check { plan }) => {
             let plan = load_plan(&plan)?;

@@ -1,27 +1,17 @@
-//! `cargo xtask demo`: the whole chain on a machine with nothing installed. The reference
-//! engine stands in for a real one; the pass is shaped like the seed protocol (sustained runs,
-//! then a prompt-size matrix), shortened so that it takes about half a minute, and ends with
-//! one replayed agent session (docs/agent.md) so that the report shows its section.
-//!
-//! The reference engine runs with its prefix cache (`--prefix-cache`), as vLLM and SGLang do
-//! by default, since the agent session is about what the cache is worth. The other steps see
-//! it too: after the first sustained run the sustained prompt is cached (its TTFT is the base
-//! latency), and prompt-matrix prompts, cut from different places in the corpus, share only
-//! their first few tokens.
+//! `cargo xtask demo`: `benchpass demo` from the repository (`benchpass::demo` does the work).
+//! Without `--out` the pass and its report go under the build's target folder
+//! (`target/demo/<pass id>/`), never into the clone.
 //!
 //! `cargo xtask demo --engine llama-cpp` (or `mlx-lm`, or both: `llama-cpp,mlx-lm`) does the
 //! same with the real engines `cargo xtask engine install` put in the cache, each on its tiny
-//! and small models, through a plan.
+//! and small models, through a plan; its pass goes to `data/passes/` and its report to
+//! `reports/`, where the committed real pass lives.
 
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use std::time::Duration;
 
-use harness::pass::{Step, Workload};
 use harness::progress::ProgressMode;
-use harness::runner::{run_pass, RunOptions};
-use sim::SimProfile;
 
 const USAGE: &str = "usage: cargo xtask demo [--engine sim|llama-cpp|mlx-lm|llama-cpp,mlx-lm] [--out DIR]";
 
@@ -44,22 +34,23 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     }
 }
 
+/// `demo-YYYYMMDD-HHMMSS`'s date and time part, for the real engines' pass ids.
 fn stamp() -> String {
-    let digits: String = harness::provenance::utc_now_rfc3339().chars().filter(char::is_ascii_digit).collect();
-    format!("{}-{}", &digits[..8], &digits[8..14])
+    benchpass::demo::pass_id().trim_start_matches("demo-").to_owned()
 }
 
 /// Writes the pass's report and prints the summary and where everything is.
 fn finish(pass_dir: &std::path::Path, out: Option<&PathBuf>) -> anyhow::Result<()> {
     let pass = harness::pass::read_pass(pass_dir)?;
     let report_dir = out.map_or_else(|| crate::workspace_root().join("reports").join(&pass.info.pass_id), |dir| dir.join("report"));
-    crate::reports::write_report(&pass, &report_dir)?;
-    let steps = analysis::cells::summarize(&pass)?;
-    println!("{}", report::summary::render_markdown(&pass, &steps));
-    println!("pass:   {}", pass_dir.display());
-    println!("report: {}", report_dir.join("report.html").display());
-    println!("        {}", report_dir.join("report.md").display());
+    benchpass::demo::finish(pass_dir, &report_dir)?.print();
     Ok(())
+}
+
+/// The build's target folder (`CARGO_TARGET_DIR` where set), where a demo without `--out`
+/// writes.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| crate::workspace_root().join("target"), PathBuf::from)
 }
 
 /// The installed real engines as plan entries: (the [[engines]] entry, model entries, cells).
@@ -167,47 +158,10 @@ fn real_demo(engines: &[&str], out: Option<PathBuf>) -> anyhow::Result<()> {
 }
 
 fn sim_demo(out: Option<PathBuf>) -> anyhow::Result<()> {
-    let root = crate::workspace_root();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-
-    // A plausible laptop engine: 80 tok/s decode, 4000 tok/s prefill, ±3 % seeded noise, and a
-    // prefix cache for the agent session.
-    let profile = SimProfile {
-        decode_tps: 80.0,
-        prefill_tps: 4000.0,
-        jitter: 0.03,
-        seed: 1,
-        timings: true,
-        prefix_cache: true,
-        ..SimProfile::default()
-    };
-    let listener = runtime.block_on(sim::bind(([127, 0, 0, 1], 0).into()))?;
-    let url = format!("http://{}", listener.local_addr()?);
-    runtime.spawn(sim::serve(profile.clone(), listener));
-    eprintln!("reference engine at {url} (decode {} tok/s, prefill {} tok/s)", profile.decode_tps, profile.prefill_tps);
-
-    let pass_id = format!("demo-{}", stamp());
-    let pass_dir = out.as_ref().map_or_else(|| root.join("data/passes").join(&pass_id), |dir| dir.join("pass"));
-    let step = |workload, target, runs| Step { workload, target_prompt_tokens: target, max_tokens: 128, warmup: 0, runs, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
-    let steps = vec![
-        Step { warmup: 1, ..step(Workload::Sustained, 0, 3) },
-        step(Workload::PromptMatrix, 128, 3),
-        step(Workload::PromptMatrix, 2048, 2),
-        step(Workload::PromptMatrix, 8192, 1),
-        // One session of the first shipped trace (11 turns up to about 8.6k tokens), each
-        // reply capped at 8 tokens: about 4 seconds, most of them prefill.
-        Step { max_tokens: 8, ..step(Workload::Agent, 0, 1) },
-    ];
-    let mut options = RunOptions::new(&url, &profile.model, steps);
-    options.engine = "benchpass-sim".to_owned();
-    options.request.first_token_timeout = Duration::from_secs(60);
-    options.request.idle_timeout = Duration::from_secs(30);
-    options.out = Some(pass_dir.clone());
-    options.pass_id = Some(pass_id.clone());
-    options.progress = ProgressMode::Auto;
-    let summary = runtime.block_on(run_pass(options))?;
-
-    finish(&summary.dir, out.as_ref())
+    let pass_id = benchpass::demo::pass_id();
+    let out = out.unwrap_or_else(|| target_dir().join("demo").join(&pass_id));
+    benchpass::demo::run(&pass_id, &out.join("pass"), &out.join("report"), ProgressMode::Auto)?.print();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod cache_clear;
 mod cache_flush;
 mod cli;
 mod csv_io;
+mod demo;
 mod faults;
 mod fuzz_corpus;
 mod hostile;
