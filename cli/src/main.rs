@@ -65,6 +65,7 @@ struct DemoArgs {
 /// Render a pass's report: report.md, report.html, charts/*.svg and leaderboard.csv.
 ///   benchpass report data/passes/<pass id>                 into ./reports/<pass id>/
 ///   benchpass report PASS --quality-reference REF[:CELL]   with a quality column
+///   benchpass report PASS --format post                    one table to paste into a post, to stdout
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 struct ReportArgs {
@@ -77,6 +78,18 @@ struct ReportArgs {
     /// exact match and top-K KL against it beside the speed tables (docs/quality.md).
     #[arg(long, value_name = "PASS[:CELL]")]
     quality_reference: Option<String>,
+    /// `files` (the default): the report's folder. `post`: the headline, one compact table
+    /// (engine, version, model, test, decode tok/s, TTFT, prompt tokens; like `llama-bench -o
+    /// md`) and its footnotes, in plain Markdown that GitHub, Reddit and forums render alike,
+    /// printed to stdout; nothing is written.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Files)]
+    format: ReportFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum ReportFormat {
+    Files,
+    Post,
 }
 
 /// What changed from pass A to pass B, row by row: a verdict (faster, slower, within noise,
@@ -615,6 +628,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Sim(args) => sim_command(args),
         Command::List(args) => list_command(&args),
+        Command::Report(args) if args.format == ReportFormat::Post => {
+            anyhow::ensure!(args.out.is_none() && args.quality_reference.is_none(), "--format post prints to stdout: it takes neither --out nor --quality-reference");
+            let pass = benchpass::load(&args.pass)?;
+            let steps = analysis::cells::summarize(&pass)?;
+            print!("{}", report::post::render(&pass, &steps));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Report(args) => {
             let cwd = std::env::current_dir().context("the current folder")?;
             let out = benchpass::report(&args.pass, args.out.as_deref(), &cwd, args.quality_reference.as_deref())?;

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod charts;
 pub mod diff;
 pub mod headline;
+pub mod post;
 pub mod quality;
 pub mod serving;
 pub mod summary;

@@ -30,4 +30,14 @@ fn the_installed_binary_runs_the_demo_into_its_out_folder() {
     assert!(headline.contains("benchpass-sim ") && headline.contains(" tok/s"), "{headline}");
     assert!(md.contains("`prefix-cached`"), "{md}");
     assert!(out.join("report/report.html").exists() && out.join("report/leaderboard.csv").exists());
+
+    // The same pass as a post: headline, one table, footnotes, on stdout; nothing written.
+    let pass_dir = out.join("pass");
+    let post = benchpass(&["report", pass_dir.to_str().unwrap(), "--format", "post"]);
+    assert!(post.status.success(), "{}", String::from_utf8_lossy(&post.stderr));
+    let post = String::from_utf8_lossy(&post.stdout);
+    assert!(post.starts_with(&headline[2..]) && post.contains("\n| engine | version | model | test | decode tok/s | TTFT ms | prompt tok |\n"), "{post}");
+    assert!(post.contains("| tg128 |") && post.contains("| pp8192+tg128 |"), "{post}");
+    let refused = benchpass(&["report", pass_dir.to_str().unwrap(), "--format", "post", "--out", "x"]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("prints to stdout"));
 }

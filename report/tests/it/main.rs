@@ -11,6 +11,7 @@ mod hostile_csv;
 mod hostile_numbers;
 mod marks;
 mod plain_markdown;
+mod post;
 mod quality_column;
 mod serving;
 mod thermal;
