@@ -5,12 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use harness::pass::Pass;
-
-/// Writes report.md, report.html, charts/*.svg and leaderboard.csv into `out`.
-pub fn write_report(pass: &Pass, out: &Path) -> anyhow::Result<()> {
-    benchpass::write_report(pass, out, report::ReportOptions::default())
-}
 
 const REPORT_USAGE: &str = "usage: cargo xtask report PASS [--out DIR] [--quality-reference REF_PASS[:CELL]]";
 
