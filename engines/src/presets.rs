@@ -899,7 +899,7 @@ mod tests {
     fn describe_lists_what_each_engine_serves() {
         let mlx = describe(preset("mlx-lm").unwrap());
         assert_eq!(mlx["logprobs"], "yes, top_logprobs at most 11");
-        assert_eq!((mlx["stream_usage"].clone(), mlx["cached_tokens"].clone(), mlx["tool_calls"].clone()), (true.into(), true.into(), true.into()));
+        assert_eq!((mlx["stream_usage"].as_bool(), mlx["cached_tokens"].as_bool(), mlx["tool_calls"].as_bool()), (Some(true), Some(true), Some(true)));
         assert_eq!(describe(preset("splash").unwrap())["logprobs"], "no (a request for them is refused)");
         let kapitsa = describe(preset("kapitsa").unwrap());
         for key in ["logprobs", "stream_usage", "cached_tokens", "tool_calls", "ignore_eos"] {

@@ -168,12 +168,12 @@ fn a_quality_workload_on_an_engine_that_refuses_its_logprobs_is_refused_at_plan_
             ),
         )
     };
-    // mlx-lm raises above 11 alternatives; the default asks for 20. Line 11 is the kind.
+    // mlx-lm raises above 11 alternatives; the default asks for 20. Line 14 is the kind.
     let check = benchpass(&["plan", "check", plan("mlx-lm", "").to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&check.stderr);
     assert!(!check.status.success());
     assert!(
-        stderr.contains("mlx-lm.toml:11: engine `e` (preset `mlx-lm`) cannot run this quality workload: it refuses `top_logprobs` above 11, and this workload asks for 20"),
+        stderr.contains("mlx-lm.toml:14: engine `e` (preset `mlx-lm`) cannot run this quality workload: it refuses `top_logprobs` above 11, and this workload asks for 20"),
         "{stderr}"
     );
     assert!(stderr.contains("hint: set `top_logprobs = 11` on this workload") && stderr.contains("mlx_lm/server.py#L1138-L1139"), "{stderr}");
@@ -184,7 +184,7 @@ fn a_quality_workload_on_an_engine_that_refuses_its_logprobs_is_refused_at_plan_
     let check = benchpass(&["plan", "check", plan("splash", "top_logprobs = 1").to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&check.stderr);
     assert!(!check.status.success());
-    assert!(stderr.contains(":11: engine `e` (preset `splash`) cannot run this quality workload: it answers every request for logprobs with an error"), "{stderr}");
+    assert!(stderr.contains(":14: engine `e` (preset `splash`) cannot run this quality workload: it answers every request for logprobs with an error"), "{stderr}");
     assert!(stderr.contains("hint: run the quality workload in a plan without engine `e`"), "{stderr}");
     // The reference engine answers them.
     assert!(benchpass(&["plan", "check", plan("benchpass-sim", "").to_str().unwrap()]).status.success());

@@ -184,7 +184,7 @@ mod tests {
     fn omlx_finds_its_cache_folder_as_omlx_does() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path();
-        let no_env = |_: &str| None;
+        let no_env = |_: &str| -> Option<String> { None };
         let serve = argv(&["omlx", "serve", "--model-dir", "/m", "--port", "8000"]);
         // Nothing anywhere: ~/.omlx/cache.
         let found = cache_folder(omlx(), &serve, &no_env, Some(home));

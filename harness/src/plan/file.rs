@@ -618,7 +618,7 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             if refused.contains(&(engine.name.get_ref().as_str(), *w)) {
                 continue;
             }
-            refused.push((engine.name.get_ref(), *w));
+            refused.push((engine.name.get_ref().as_str(), *w));
             let hint = match preset.logprobs {
                 presets::Logprobs::Supported { max_top_logprobs: Some(max) } => {
                     format!("set `top_logprobs = {max}` on this workload (every cell is then asked for as many)")

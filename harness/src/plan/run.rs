@@ -443,14 +443,11 @@ pub fn dry_run_of(pass: &PassPlan<'_>, gap_scale: f64) -> String {
             Form::Plan => String::new(),
         };
         out.push_str(&format!("{}: {} × {}{at}\n", cell.id, cell.engine, cell.model_named));
-        match &cell.start {
-            Some(start) => {
-                for cache in &start.kv_caches_named {
-                    out.push_str(&format!("  clear KV cache {cache}\n"));
-                }
-                out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", start.health_timeout_s));
+        if let Some(start) = &cell.start {
+            for cache in &start.kv_caches_named {
+                out.push_str(&format!("  clear KV cache {cache}\n"));
             }
-            None => {}
+            out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", start.health_timeout_s));
         }
         if let Some(line) = cell.preset.and_then(|p| p.dry_run_flush(cell.start.is_some())) {
             out.push_str(&line);
@@ -670,7 +667,7 @@ impl Shared<'_> {
         // The preset's rule followed now (a settings file may have changed since the last
         // cell), and which part of it gave the folder said where the clear is recorded.
         let found = start.found_cache_folder();
-        let caches = match &found {
+        let caches: Vec<PathBuf> = match &found {
             Some(found) => found.dir.iter().cloned().collect(),
             None => start.kv_caches.clone(),
         };
@@ -906,7 +903,9 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         let cell_request = RequestConfig { model: ready.model.clone(), extra: ready.extra.clone(), ..pass.request.clone() };
         // The preset's headers: an agent session's turns carry those for every workload, the
         // rest those for theirs too (MTPLX's cache bypass).
-        let headers = |agent: bool| preset.map(|p| p.headers_for(agent)).unwrap_or_default().into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect();
+        let headers = |agent: bool| -> Vec<(String, String)> {
+            preset.map(|p| p.headers_for(agent)).unwrap_or_default().into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect()
+        };
         let agent_request = RequestConfig { headers: headers(true), ..cell_request.clone() };
         let cell_request = RequestConfig { headers: headers(false), ..cell_request };
         let sets_cache_prompt = |extra: Option<&Value>| extra.is_some_and(|e| e.get("cache_prompt").is_some());
