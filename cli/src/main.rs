@@ -554,8 +554,32 @@ fn main() -> ExitCode {
 fn presets_text(preset: &serde_json::Value) -> String {
     let mut out = format!("{}\n", preset["name"].as_str().unwrap_or_default());
     let assumed: Vec<&str> = preset["assumed"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
-    for key in ["health_path", "loads_lazily", "version", "kv_cache_dirs", "metrics_path", "request_extra", "ignore_eos", "draft_counters", "cache_flush"] {
+    let keys = [
+        "health_path",
+        "loads_lazily",
+        "version",
+        "kv_cache_dirs",
+        "kv_cache_lookup",
+        "saves_arguments",
+        "metrics_path",
+        "request_extra",
+        "request_headers",
+        "ignore_eos",
+        "draft_counters",
+        "cache_flush",
+        // What of the API it serves.
+        "logprobs",
+        "stream_usage",
+        "cached_tokens",
+        "tool_calls",
+    ];
+    for key in keys {
         let value = &preset[key];
+        // Keys a preset has nothing for are left out, but what it serves is always said.
+        let optional = matches!(key, "kv_cache_lookup" | "saves_arguments" | "request_headers");
+        if optional && (value.is_null() || value.as_array().is_some_and(Vec::is_empty)) {
+            continue;
+        }
         let shown = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
         let mark = if assumed.contains(&key) { "  (assumed: not verified in the engine's source)" } else { "" };
         out.push_str(&format!("  {key}: {shown}{mark}\n"));
@@ -1034,6 +1058,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             ignore_eos: args.ignore_eos,
             min_tokens: args.min_tokens,
             extra,
+            headers: Vec::new(),
             first_token_timeout: seconds("first-token-timeout", args.first_token_timeout)?,
             idle_timeout: seconds("idle-timeout", args.idle_timeout)?,
         },

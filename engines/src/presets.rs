@@ -85,6 +85,99 @@ pub struct CacheFlush {
     pub path: &'static str,
     /// What to do when the endpoint is not there (404).
     pub when_missing: &'static str,
+    /// Flushed before every cell, an engine benchpass started included: its cache is in memory
+    /// and keyed on the prompt, so even a fresh engine holds what the cell's probe sent
+    /// (MTPLX). Otherwise only a server benchpass did not start is flushed.
+    pub every_cell: bool,
+}
+
+/// Which workloads a request header goes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderScope {
+    /// Every request.
+    All,
+    /// Every request but an agent session's turns, which are measured with the engine's cache.
+    AllButAgent,
+}
+
+/// A header the engine reads that a fair benchmark wants set (MTPLX's cache bypass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestHeader {
+    pub name: &'static str,
+    pub value: &'static str,
+    pub scope: HeaderScope,
+}
+
+/// What an engine does with a request for logprobs (`logprobs: true`, `top_logprobs: K`): what
+/// a `quality` workload sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logprobs {
+    /// Answered, with at most `max_top_logprobs` alternatives a token where the engine caps
+    /// them (a request above the cap is refused: mlx-lm raises above 11).
+    Supported { max_top_logprobs: Option<u32> },
+    /// Any request for logprobs is refused (Splash answers 400).
+    Rejected,
+}
+
+impl Logprobs {
+    /// Why a quality workload asking `top_logprobs` alternatives cannot run on this engine.
+    pub fn refusal(self, top_logprobs: u32) -> Option<String> {
+        match self {
+            Logprobs::Rejected => Some("it answers every request for logprobs with an error".to_owned()),
+            Logprobs::Supported { max_top_logprobs: Some(max) } if top_logprobs > max => {
+                Some(format!("it refuses `top_logprobs` above {max}, and this workload asks for {top_logprobs}"))
+            }
+            Logprobs::Supported { .. } => None,
+        }
+    }
+
+    /// As `plan presets` prints it.
+    pub fn describe(self) -> String {
+        match self {
+            Logprobs::Supported { max_top_logprobs: Some(max) } => format!("yes, top_logprobs at most {max}"),
+            Logprobs::Supported { max_top_logprobs: None } => "yes".to_owned(),
+            Logprobs::Rejected => "no (a request for them is refused)".to_owned(),
+        }
+    }
+}
+
+/// What else of the OpenAI API the engine serves, as `plan presets` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// A final chunk with `usage` when the request asks (`stream_options.include_usage`).
+    pub stream_usage: bool,
+    /// `usage.prompt_tokens_details.cached_tokens`: prompt tokens served from its prefix cache.
+    pub cached_tokens: bool,
+    /// Tool calls (`tools` in, `tool_calls` out): what an agent workload needs.
+    pub tool_calls: bool,
+}
+
+/// Where an engine's KV-cache folder is, when it is not one fixed path: a base folder (a
+/// command-line flag, else an environment variable, else a file that names it, else a
+/// default), a settings file under the base that may name the cache folder and turn the cache
+/// off, variables and flags over the file. The lookup itself is the harness's
+/// (harness/src/plan/engine_files.rs); this is the rule as data. oMLX's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheFolderLookup {
+    pub base_flag: &'static str,
+    pub base_env: &'static str,
+    /// A file whose content (trimmed, `~` expanded) is the base folder; `~` is the home folder.
+    pub base_file: &'static str,
+    pub base_default: &'static str,
+    /// The settings file, under the base.
+    pub settings_file: &'static str,
+    /// The settings file's section with the cache's keys.
+    pub section: &'static str,
+    pub dir_key: &'static str,
+    pub enabled_key: &'static str,
+    pub dir_env: &'static str,
+    pub enabled_env: &'static str,
+    /// The flag that names the folder (and turns the cache on).
+    pub dir_flag: &'static str,
+    /// The flag that turns the cache off.
+    pub off_flag: &'static str,
+    /// The folder under the base when nothing names one.
+    pub default_dir: &'static str,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -113,6 +206,16 @@ pub struct Preset {
     /// An endpoint that empties the engine's in-memory prefix cache: used on a server
     /// benchpass did not start (one it starts is fresh anyway) before the cell's runs.
     pub cache_flush: Option<CacheFlush>,
+    /// How the KV-cache folder is found at each start, where the engine has a rule for it
+    /// (then `kv_cache_dirs` holds its default).
+    pub kv_cache_lookup: Option<CacheFolderLookup>,
+    /// Where the engine writes the arguments it was started with, so that they become its
+    /// defaults for every later start (oMLX's settings.json).
+    pub saves_arguments: Option<&'static str>,
+    /// Headers sent with the requests of the workloads each names.
+    pub request_headers: &'static [RequestHeader],
+    pub logprobs: Logprobs,
+    pub capabilities: Capabilities,
     /// A one-line summary of where the preset comes from.
     pub source: &'static str,
     /// Per value: (`key`, where it was read: repository@commit path#Lline).
@@ -122,11 +225,22 @@ pub struct Preset {
 }
 
 /// The keys a preset's `sources` and `assumed` together must cover.
-pub const KEYS: &[&str] = &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"];
+pub const KEYS: &[&str] = &[
+    "health_path",
+    "version",
+    "kv_cache_dirs",
+    "metrics_path",
+    "ignore_eos",
+    "draft_counters",
+    "logprobs",
+    "stream_usage",
+    "cached_tokens",
+    "tool_calls",
+];
 
 /// Keys a preset cites where it has a value, without every preset having to: an engine that
 /// loads lazily, or that has a cache-flush endpoint.
-pub const OPTIONAL_KEYS: &[&str] = &["loads_lazily", "cache_flush"];
+pub const OPTIONAL_KEYS: &[&str] = &["loads_lazily", "cache_flush", "kv_cache_lookup", "saves_arguments", "request_headers", "request_extra"];
 
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -145,6 +259,11 @@ pub const PRESETS: &[Preset] = &[
             accepted: "llamacpp:spec_decode_num_accepted_tokens_total",
         },
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "llama.cpp tools/server/README.md: /health (503 while loading), /props build_info, --metrics, cache_prompt",
         sources: &[
             ("health_path", "llama.cpp tools/server/README.md: GET /health, 503 while the model loads"),
@@ -154,7 +273,7 @@ pub const PRESETS: &[Preset] = &[
             ("ignore_eos", "llama.cpp tools/server/README.md: ignore_eos"),
             ("draft_counters", "this project's tests against a real llama-server (docs/plans.md, Engine counters)"),
         ],
-        assumed: &[],
+        assumed: &["logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "vllm",
@@ -173,7 +292,13 @@ pub const PRESETS: &[Preset] = &[
         cache_flush: Some(CacheFlush {
             path: "/reset_prefix_cache",
             when_missing: "vLLM serves /reset_prefix_cache only when started with VLLM_SERVER_DEV_MODE=1",
+            every_cell: false,
         }),
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "vLLM docs, OpenAI-compatible server: /health, /version, /metrics; ignore_eos and min_tokens are extra sampling params",
         sources: &[
             ("health_path", "vLLM docs, OpenAI-compatible server: GET /health"),
@@ -183,7 +308,7 @@ pub const PRESETS: &[Preset] = &[
             ("ignore_eos", "vLLM docs, extra sampling parameters: ignore_eos"),
             ("cache_flush", "vllm-project/vllm@09cb327f1183 vllm/entrypoints/serve/cache/api_router.py#L22-L46 (POST, 200 with no check), #L73-L76 (only with VLLM_SERVER_DEV_MODE)"),
         ],
-        assumed: &["draft_counters"],
+        assumed: &["draft_counters", "logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "sglang",
@@ -201,7 +326,13 @@ pub const PRESETS: &[Preset] = &[
         cache_flush: Some(CacheFlush {
             path: "/flush_cache?timeout=30",
             when_missing: "this SGLang has no /flush_cache",
+            every_cell: false,
         }),
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "SGLang native API docs (sglang-native-apis.md): /health, /get_server_info, /flush_cache; http_server.py; sampling params ignore_eos",
         sources: &[
             ("health_path", "sgl-project/sglang@3ba38dc00951 python/sglang/srt/entrypoints/http_server.py#L665-L743 (503 while starting; 200 once a 1-token generation answers)"),
@@ -211,7 +342,7 @@ pub const PRESETS: &[Preset] = &[
             ("ignore_eos", "sgl-project docs, sampling parameters: ignore_eos"),
             ("cache_flush", "sgl-project/sglang@3ba38dc00951 python/sglang/srt/entrypoints/http_server.py#L986-L1000 (GET or POST, ?timeout waits for idle, 200 or 400); scheduler_components/flush_wrapper.py@36ccf150daa5#L25-L65"),
         ],
-        assumed: &["draft_counters"],
+        assumed: &["draft_counters", "logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "mlx-lm",
@@ -226,6 +357,11 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::LogitBias,
         draft_counters: DraftCounters::None,
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: Some(11) },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: true, tool_calls: true },
         source: "ml-explore/mlx-lm mlx_lm/server.py: /health always 200, model loaded on the generation thread, logit_bias read, no ignore_eos; mlx_lm/cli.py --version",
         sources: &[
             ("health_path", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1595-L1611 (200 with no check of the model)"),
@@ -235,6 +371,10 @@ pub const PRESETS: &[Preset] = &[
             ("metrics_path", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1589-L1600 (GET serves /v1/models and /health only)"),
             ("ignore_eos", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1137, #L1200-L1206 (logit_bias read; no ignore_eos)"),
             ("draft_counters", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py (no counter endpoint)"),
+            ("logprobs", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1138-L1139, #L1194 (top_logprobs 0 to 11, or -1), #L1175-L1176 (ValueError above it)"),
+            ("stream_usage", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1111, #L1487 (usage when stream_options.include_usage)"),
+            ("cached_tokens", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1293-L1296 (usage.prompt_tokens_details.cached_tokens)"),
+            ("tool_calls", "ml-explore/mlx-lm@d78bf58e217c mlx_lm/server.py#L1311-L1312, #L1474 (tool_calls, finish_reason tool_calls)"),
         ],
         assumed: &[],
     },
@@ -250,6 +390,11 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::None,
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "ollama/ollama server/routes.go (GET /api/version), server/sched.go (a model loads on its first request), openai/openai.go (the chat request: no ignore_eos, no logit_bias)",
         sources: &[
             ("health_path", "ollama/ollama@fb3076099687 server/routes.go#L1880 (GET /api/version, 200 once the server is up)"),
@@ -257,7 +402,7 @@ pub const PRESETS: &[Preset] = &[
             ("version", "ollama/ollama@fb3076099687 server/routes.go#L1880 ({\"version\": version.Version})"),
             ("ignore_eos", "ollama/ollama@fb3076099687 openai/openai.go#L105-L124 (no ignore_eos, logit_bias or min_tokens; unknown fields ignored), docs/api/openai-compatibility.mdx#L190-L218 (logit_bias unsupported); api/types.go#L568-L596 (no EOS option)"),
         ],
-        assumed: &["kv_cache_dirs", "metrics_path", "draft_counters"],
+        assumed: &["kv_cache_dirs", "metrics_path", "draft_counters", "logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "lm-studio",
@@ -274,6 +419,11 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::LogitBias,
         draft_counters: DraftCounters::None,
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "LM Studio docs (lmstudio-ai/docs): OpenAI-compatible endpoints and their fields, JIT loading; lmstudio-ai/lms: `lms version --json`",
         sources: &[
             ("health_path", "LM Studio docs, OpenAI compatibility endpoints: GET /v1/models"),
@@ -281,7 +431,7 @@ pub const PRESETS: &[Preset] = &[
             ("version", "lmstudio-ai/lms@07b7252d6de2 src/subcommands/version.ts#L4-L5, #L46 ({\"version\": <the CLI's commit hash>})"),
             ("ignore_eos", "lmstudio-ai/docs@c6854fba2575 1_developer/3_openai-compat/chat-completions.md#L33-L50 (logit_bias among the supported parameters; no ignore_eos)"),
         ],
-        assumed: &["kv_cache_dirs", "metrics_path", "draft_counters"],
+        assumed: &["kv_cache_dirs", "metrics_path", "draft_counters", "logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "omlx",
@@ -296,17 +446,38 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::LogOnly { file: "~/.omlx/logs/server.log", marker: "acceptance=" },
         cache_flush: None,
+        kv_cache_lookup: Some(CacheFolderLookup {
+            base_flag: "--base-path",
+            base_env: "OMLX_BASE_PATH",
+            base_file: "~/Library/Application Support/oMLX/base-path",
+            base_default: "~/.omlx",
+            settings_file: "settings.json",
+            section: "cache",
+            dir_key: "ssd_cache_dir",
+            enabled_key: "enabled",
+            dir_env: "OMLX_SSD_CACHE_DIR",
+            enabled_env: "OMLX_CACHE_ENABLED",
+            dir_flag: "--paged-ssd-cache-dir",
+            off_flag: "--no-cache",
+            default_dir: "cache",
+        }),
+        saves_arguments: Some("settings.json in its base folder"),
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "jundot/omlx omlx/server.py (/health, /api/status version), settings.py (~/.omlx/cache on by default), engine_pool.py (lazy load), engine/dflash.py (acceptance= in the log)",
         sources: &[
             ("health_path", "jundot/omlx@c9dc68d6ea49 omlx/server.py#L2114-L2153 (200 whatever is loaded)"),
             ("loads_lazily", "jundot/omlx@c9dc68d6ea49 omlx/engine_pool.py#L686-L708, #L1679-L1691 (get_engine loads on demand; only pinned models at start)"),
             ("version", "jundot/omlx@c9dc68d6ea49 omlx/server.py#L2156, #L2210 (GET /api/status, field version; no /version route)"),
+            ("kv_cache_lookup", "jundot/omlx@004308c9cfb0 omlx/settings.py#L44-L71 (resolve_default_base_path: OMLX_BASE_PATH, the app's base-path file, ~/.omlx), CacheSettings (enabled: true; ssd_cache_dir None: base/cache; get_ssd_cache_dir), GlobalSettings.load (base/settings.json, then env, then flags), _apply_env_overrides (OMLX_CACHE_ENABLED, OMLX_SSD_CACHE_DIR), _apply_cli_overrides (--paged-ssd-cache-dir turns the cache on, --no-cache off); jundot/omlx@01496518d83b omlx/cli.py#L83 (--base-path), #L184-L196 (--no-cache, then the flag's folder, then the settings' if enabled)"),
+            ("saves_arguments", "jundot/omlx@01496518d83b omlx/cli.py#L22-L55, #L135-L141 (any of --model-dir, --port, --host and others given: settings.save() writes every value in force to settings.json)"),
             ("kv_cache_dirs", "jundot/omlx@c9dc68d6ea49 omlx/settings.py#L43, #L294-L313; omlx/cli.py#L253-L265 (enabled by default, base_path/cache)"),
             ("metrics_path", "jundot/omlx@c9dc68d6ea49 omlx/server.py (no /metrics route)"),
             ("ignore_eos", "jundot/omlx@c9dc68d6ea49 omlx/api/openai_models.py#L269 (ChatCompletionRequest has neither ignore_eos nor logit_bias)"),
             ("draft_counters", "jundot/omlx@c9dc68d6ea49 omlx/engine/dflash.py#L1023-L1028; omlx/cli.py#L185-L192 (base_path/logs/server.log)"),
         ],
-        assumed: &[],
+        assumed: &["logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "rapid-mlx",
@@ -323,6 +494,11 @@ pub const PRESETS: &[Preset] = &[
             accepted: "rapid_mlx_spec_decode_accepts_total",
         },
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "raullenchai/Rapid-MLX (formerly vllm-mlx) vllm_mlx/routes/health.py, runtime/cache.py, server.py, routes/metrics.py, routes/chat.py, cli.py",
         sources: &[
             ("health_path", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/routes/health.py#L115-L128 (503 until ready); #L53-L107 (/health 200 with ready)"),
@@ -332,7 +508,7 @@ pub const PRESETS: &[Preset] = &[
             ("ignore_eos", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/api/models.py#L1484 (no ignore_eos field; extra fields dropped); routes/chat.py#L3868-L3875 (non-empty logit_bias: 400)"),
             ("draft_counters", "raullenchai/Rapid-MLX@7222ca776c02 vllm_mlx/routes/metrics.py#L561-L566, #L645-L664"),
         ],
-        assumed: &[],
+        assumed: &["logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "splash",
@@ -349,6 +525,11 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::Prometheus { drafted: "splash_drafted_tokens_total", accepted: "splash_accepted_draft_tokens_total" },
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Rejected,
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "incoai/splash install/launcher.py (serve, --port, --version), server/server.py (/ready, /metrics, /tokenize), server/serve_options.py (opt-in persistent prefix cache), server/frontend.py (ignore_eos; logit_bias 400), server/metrics.py (counters)",
         sources: &[
             ("health_path", "incoai/splash@1f8254535989 server/server.py#L531-L534 (/ready: 503 until the engine is ready), #L1655-L1737 (listens only once the model is in)"),
@@ -357,8 +538,9 @@ pub const PRESETS: &[Preset] = &[
             ("metrics_path", "incoai/splash@1f8254535989 server/server.py#L540-L544 (Prometheus text)"),
             ("ignore_eos", "incoai/splash@1f8254535989 server/frontend.py#L1079-L1081, #L1129-L1130 (a boolean, honoured); #L1075-L1078 (a non-empty logit_bias: 400)"),
             ("draft_counters", "incoai/splash@1f8254535989 server/metrics.py#L173-L174"),
+            ("logprobs", "incoai/splash@036ff131d007 server/frontend.py, Frontend._prepare (`logprobs` anything but false or null: 400 \"n and logprobs are not currently supported\")"),
         ],
-        assumed: &[],
+        assumed: &["stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "mtplx",
@@ -369,10 +551,23 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_dir: Some("~/.mtplx/session-bank"),
         kv_cache_dirs: &["~/.mtplx/session-bank"],
         metrics_path: None,
-        request_extra: &[],
+        // MTPLX reads `enable_thinking` (a plan's `reasoning_effort = "none"` means the same).
+        request_extra: &[("enable_thinking", "false")],
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::FinalChunk(crate::drafts::MTPLX_STATS),
-        cache_flush: None,
+        // Its session cache is in memory, keyed on the prompt's tokens when no session id is
+        // given: a fresh engine holds what the cell's probe sent, so it is flushed every cell.
+        cache_flush: Some(CacheFlush {
+            path: "/admin/cache/clear",
+            when_missing: "this MTPLX has no /admin/cache/clear (older than the releases read)",
+            every_cell: true,
+        }),
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        // Runs that repeat a prompt would be served from the session cache; agent sessions use it.
+        request_headers: &[RequestHeader { name: "x-mtplx-cache-mode", value: "bypass", scope: HeaderScope::AllButAgent }],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "youssofal/MTPLX mtplx/server/openai.py (/health, session bank, mtplx_stats), mtplx/cli.py (serve, --version, --ssd-session-cache)",
         sources: &[
             ("health_path", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L17330, #L23388, #L23401 (model loaded in ServerState before the app and uvicorn start)"),
@@ -381,8 +576,13 @@ pub const PRESETS: &[Preset] = &[
             ("metrics_path", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py (no Prometheus route)"),
             ("ignore_eos", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L669-L699 (no ignore_eos or logit_bias; extra fields allowed and unread)"),
             ("draft_counters", "youssofal/MTPLX@0001c3cbe8ff mtplx/server/openai.py#L11815-L11817, #L21845-L21859"),
+            ("cache_flush", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L37444-L37460 (POST /admin/cache/clear: every session dropped); mtplx/engine_session.py#L2028-L2110 (no session id: the session whose tokens are the prompt's longest prefix)"),
+            ("request_headers", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L37751-L37759 (x-mtplx-cache-mode: bypass, stateless or off)"),
+            ("request_extra", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L1781-L1803 (ChatCompletionRequest.enable_thinking); youssofal/MTPLX@0001c3cbe8ff reads no reasoning_effort"),
+            ("logprobs", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L1817 (top_logprobs), #L30199-L30214 (K alternatives when logprobs is true; no cap)"),
+            ("tool_calls", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L1781 (ChatCompletionRequest tools), tool-call streaming throughout"),
         ],
-        assumed: &[],
+        assumed: &["stream_usage", "cached_tokens"],
     },
     Preset {
         name: "kapitsa",
@@ -396,9 +596,14 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Unsupported,
         draft_counters: DraftCounters::None,
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "nace-ai/kapitsa README (OpenAI and Anthropic APIs, `kapitsa <agent> --model`); its server source was not found: every value is assumed",
         sources: &[],
-        assumed: &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
+        assumed: &["health_path", "version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters", "logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
     Preset {
         name: "benchpass-sim",
@@ -412,6 +617,11 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::None,
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: true, tool_calls: true },
         source: "this project: `benchpass sim` (docs/raw-format.md, ARCHITECTURE.md)",
         sources: &[
             ("health_path", "sim/src/server.rs"),
@@ -420,6 +630,10 @@ pub const PRESETS: &[Preset] = &[
             ("metrics_path", "sim/src/server.rs"),
             ("ignore_eos", "sim/src/server.rs"),
             ("draft_counters", "sim/src/server.rs"),
+            ("logprobs", "sim/src/server.rs, sim/src/logprobs.rs (top_logprobs up to 20)"),
+            ("stream_usage", "sim/src/server.rs"),
+            ("cached_tokens", "sim/src/prefix_cache.rs (with --prefix-cache)"),
+            ("tool_calls", "sim/src/chat.rs"),
         ],
         assumed: &[],
     },
@@ -435,9 +649,14 @@ pub const PRESETS: &[Preset] = &[
         ignore_eos: IgnoreEos::Field,
         draft_counters: DraftCounters::None,
         cache_flush: None,
+        kv_cache_lookup: None,
+        saves_arguments: None,
+        request_headers: &[],
+        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "the OpenAI API: GET /v1/models is the one endpoint every compatible server has",
         sources: &[("health_path", "the OpenAI API reference: GET /v1/models")],
-        assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters"],
+        assumed: &["version", "kv_cache_dirs", "metrics_path", "ignore_eos", "draft_counters", "logprobs", "stream_usage", "cached_tokens", "tool_calls"],
     },
 ];
 
@@ -464,9 +683,22 @@ impl Preset {
             .collect()
     }
 
-    /// The dry run's line for the flush of a server's prefix cache, where the preset has one.
-    pub fn dry_run_flush(&self) -> Option<String> {
-        self.cache_flush.map(|flush| format!("  empty the server's prefix cache: POST {}\n", flush.path))
+    /// The dry run's line for the flush of a server's prefix cache, where the preset has one
+    /// and flushes this cell's server (`started`: benchpass starts it).
+    pub fn dry_run_flush(&self, started: bool) -> Option<String> {
+        self.cache_flush_for(started).map(|flush| format!("  empty the server's prefix cache: POST {}\n", flush.path))
+    }
+
+    /// The flush a cell's server gets before its runs: every cell's where the preset says so,
+    /// else only a server benchpass did not start (`started`: benchpass started it).
+    pub fn cache_flush_for(&self, started: bool) -> Option<CacheFlush> {
+        self.cache_flush.filter(|f| f.every_cell || !started)
+    }
+
+    /// The headers of the preset's that a request of an agent session's turn (`agent`), or of
+    /// any other workload, carries.
+    pub fn headers_for(&self, agent: bool) -> Vec<(&'static str, &'static str)> {
+        self.request_headers.iter().filter(|h| h.scope == HeaderScope::All || !agent).map(|h| (h.name, h.value)).collect()
     }
 
     /// What the dry run adds to a step that asked to run past EOS (`asked`) on an engine that
@@ -501,9 +733,26 @@ pub fn describe(preset: &Preset) -> serde_json::Value {
         DraftCounters::LogOnly { file, marker } => json!({"log": {"file": file, "marker": marker}}),
     };
     let cache_flush = match preset.cache_flush {
-        Some(CacheFlush { path, .. }) => json!({"post": path}),
+        Some(CacheFlush { path, every_cell, .. }) => json!({"post": path, "when": if every_cell { "before every cell" } else { "before a cell on a server benchpass did not start" }}),
         None => serde_json::Value::Null,
     };
+    let kv_cache_lookup = match preset.kv_cache_lookup {
+        Some(l) => json!({
+            "base": [format!("{} in the start command", l.base_flag), format!("${}", l.base_env), format!("the content of {}", l.base_file), l.base_default.to_owned()],
+            "folder": [
+                format!("{} in the start command ({} turns the cache off)", l.dir_flag, l.off_flag),
+                format!("${} (${} turns it on or off)", l.dir_env, l.enabled_env),
+                format!("`{}.{}` in <base>/{} (`{}.{}`: false turns it off)", l.section, l.dir_key, l.settings_file, l.section, l.enabled_key),
+                format!("<base>/{}", l.default_dir),
+            ],
+        }),
+        None => serde_json::Value::Null,
+    };
+    let request_headers: Vec<serde_json::Value> = preset
+        .request_headers
+        .iter()
+        .map(|h| json!({"name": h.name, "value": h.value, "workloads": match h.scope { HeaderScope::All => "all", HeaderScope::AllButAgent => "all but agent" }}))
+        .collect();
     let ignore_eos = preset.ignore_eos.as_str();
     json!({
         "name": preset.name,
@@ -516,6 +765,13 @@ pub fn describe(preset: &Preset) -> serde_json::Value {
         "ignore_eos": ignore_eos,
         "draft_counters": draft_counters,
         "cache_flush": cache_flush,
+        "kv_cache_lookup": kv_cache_lookup,
+        "saves_arguments": preset.saves_arguments,
+        "request_headers": request_headers,
+        "logprobs": preset.logprobs.describe(),
+        "stream_usage": preset.capabilities.stream_usage,
+        "cached_tokens": preset.capabilities.cached_tokens,
+        "tool_calls": preset.capabilities.tool_calls,
         "sources": preset.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
         "assumed": preset.assumed,
     })
@@ -590,6 +846,67 @@ mod tests {
                 assert!(drafted.ends_with("_total") && accepted.ends_with("_total"), "{}", p.name);
             }
         }
+    }
+
+    #[test]
+    fn logprobs_are_refused_where_the_engine_refuses_them() {
+        let mlx_lm = preset("mlx-lm").unwrap().logprobs;
+        assert_eq!(mlx_lm, Logprobs::Supported { max_top_logprobs: Some(11) });
+        assert_eq!(mlx_lm.refusal(11), None);
+        assert_eq!(mlx_lm.refusal(12).unwrap(), "it refuses `top_logprobs` above 11, and this workload asks for 12");
+        let splash = preset("splash").unwrap().logprobs;
+        assert!(splash.refusal(1).is_some() && splash.refusal(20).is_some());
+        assert_eq!(preset("benchpass-sim").unwrap().logprobs.refusal(20), None);
+        // Every value that is not assumed says where it was read.
+        for p in PRESETS.iter().filter(|p| !p.is_assumed("logprobs")) {
+            assert!(p.source_of("logprobs").is_some(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn mtplx_is_flushed_every_cell_and_bypassed_but_for_agent_sessions() {
+        let mtplx = preset("mtplx").unwrap();
+        for started in [true, false] {
+            assert_eq!(mtplx.cache_flush_for(started).map(|f| f.path), Some("/admin/cache/clear"));
+        }
+        assert_eq!(mtplx.headers_for(false), vec![("x-mtplx-cache-mode", "bypass")]);
+        assert!(mtplx.headers_for(true).is_empty(), "agent sessions are measured with the cache");
+        assert_eq!(mtplx.request_fields().get("enable_thinking"), Some(&serde_json::json!(false)));
+        // vLLM and SGLang: only a server benchpass did not start.
+        for name in ["vllm", "sglang"] {
+            let p = preset(name).unwrap();
+            assert!(p.cache_flush_for(true).is_none() && p.cache_flush_for(false).is_some(), "{name}");
+        }
+        assert_eq!(preset("mtplx").unwrap().dry_run_flush(true).unwrap(), "  empty the server's prefix cache: POST /admin/cache/clear\n");
+        assert_eq!(preset("vllm").unwrap().dry_run_flush(true), None);
+    }
+
+    #[test]
+    fn omlx_finds_its_cache_folder_by_a_rule_whose_default_is_its_folder() {
+        let omlx = preset("omlx").unwrap();
+        let lookup = omlx.kv_cache_lookup.unwrap();
+        assert_eq!(format!("{}/{}", lookup.base_default, lookup.default_dir), omlx.kv_cache_dirs[0]);
+        assert_eq!((lookup.base_env, lookup.dir_flag, lookup.settings_file), ("OMLX_BASE_PATH", "--paged-ssd-cache-dir", "settings.json"));
+        assert!(omlx.saves_arguments.is_some() && omlx.source_of("saves_arguments").is_some());
+        // No other preset has a rule for its folder, and every one that has is cited.
+        for p in PRESETS {
+            assert_eq!(p.kv_cache_lookup.is_some(), p.source_of("kv_cache_lookup").is_some(), "{}", p.name);
+            assert_eq!(p.request_headers.is_empty(), p.source_of("request_headers").is_none(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn describe_lists_what_each_engine_serves() {
+        let mlx = describe(preset("mlx-lm").unwrap());
+        assert_eq!(mlx["logprobs"], "yes, top_logprobs at most 11");
+        assert_eq!((mlx["stream_usage"].as_bool(), mlx["cached_tokens"].as_bool(), mlx["tool_calls"].as_bool()), (Some(true), Some(true), Some(true)));
+        assert_eq!(describe(preset("splash").unwrap())["logprobs"], "no (a request for them is refused)");
+        let kapitsa = describe(preset("kapitsa").unwrap());
+        for key in ["logprobs", "stream_usage", "cached_tokens", "tool_calls", "ignore_eos"] {
+            assert!(kapitsa["assumed"].as_array().unwrap().contains(&key.into()), "{key}");
+        }
+        let omlx = describe(preset("omlx").unwrap());
+        assert_eq!(omlx["kv_cache_lookup"]["base"][1], "$OMLX_BASE_PATH");
     }
 
     /// The client tries the shapes in `drafts::FINAL_CHUNK_STATS` on every stream: a preset

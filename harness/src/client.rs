@@ -90,6 +90,8 @@ pub struct RequestConfig {
     pub min_tokens: Option<u64>,
     /// Merged last into every request body (engine-specific fields).
     pub extra: Option<Value>,
+    /// Sent with every request, as (name, value): an engine preset's (MTPLX's cache bypass).
+    pub headers: Vec<(String, String)>,
     pub first_token_timeout: Duration,
     pub idle_timeout: Duration,
 }
@@ -212,6 +214,9 @@ async fn read_stream(
     let mut request = http.post(url).json(body).header(reqwest::header::ACCEPT_ENCODING, "identity");
     if let Some(key) = api_key {
         request = request.bearer_auth(key);
+    }
+    for (name, value) in &config.headers {
+        request = request.header(name.as_str(), value.as_str());
     }
     let started = Instant::now();
     let first_token_deadline = started + config.first_token_timeout;
@@ -606,6 +611,7 @@ mod tests {
             ignore_eos: false,
             min_tokens: None,
             extra: None,
+            headers: Vec::new(),
             first_token_timeout: Duration::from_secs(1),
             idle_timeout: Duration::from_secs(1),
         };

@@ -79,6 +79,7 @@ impl RunOptions {
                 ignore_eos: false,
                 min_tokens: None,
                 extra: None,
+                headers: Vec::new(),
                 first_token_timeout: std::time::Duration::from_secs(600),
                 idle_timeout: std::time::Duration::from_secs(60),
             },

@@ -9,6 +9,7 @@ mod busy_port;
 mod cache_clear;
 mod cache_flush;
 mod cli;
+mod engine_facts;
 mod csv_io;
 mod demo;
 mod faults;

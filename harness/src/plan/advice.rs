@@ -24,6 +24,15 @@ pub fn notes(plan: &Plan) -> Vec<String> {
                 preset.name
             ));
         }
+        if let (Some(file), Some(start)) = (preset.saves_arguments, &spec.start) {
+            if start.get_ref().iter().skip(1).any(|a| a.starts_with("--")) {
+                out.push(format!(
+                    "note: engine `{name}` (preset `{}`) saves the arguments it is started with into {file}: after the pass, the arguments of its `start` ({}) are its defaults for every later start, by benchpass or by you (keep a copy of that file if yours matters)",
+                    preset.name,
+                    start.get_ref().iter().skip(1).filter(|a| a.starts_with("--")).cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
         if preset.ignore_eos.may_stop_short() && ignores_eos {
             out.push(format!(
                 "note: engine `{name}` (preset `{}`) has no way past EOS: its runs of `ignore_eos` steps may stop before max_tokens (they are flagged, and the report says why)",

@@ -424,6 +424,21 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
                 error(dir.span(), format!("refusing to clear `{}`: {why}", dir.get_ref()), Some("name the engine's own cache folder".into()));
             }
         }
+        // A preset with a rule for its cache folder (oMLX's): the folder the rule gives now,
+        // checked as a named one is (and again right before every clear).
+        let lookup = engine.preset.as_ref().and_then(|p| presets::preset(p.get_ref())).and_then(|p| p.kv_cache_lookup.as_ref());
+        if let (None, Some(start), Some(lookup)) = (&engine.kv_cache_dir, &engine.start, lookup) {
+            let env = |name: &str| engine.env.get(name).cloned().or_else(|| std::env::var(name).ok());
+            let found = super::engine_files::cache_folder(lookup, start.get_ref(), &env, crate::platform::home_dir().as_deref());
+            if let Some(why) = found.dir.as_ref().and_then(|dir| cache_guards.check(dir)) {
+                let dir = found.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default();
+                error(
+                    start.span(),
+                    format!("refusing to clear `{dir}`, engine `{name}`'s KV-cache folder by its preset's rule ({}): {why}", found.rule),
+                    Some("set `kv_cache_dir` on the engine to its own cache folder, or change what the rule reads".into()),
+                );
+            }
+        }
         for (key, table) in [("extra", &engine.extra)] {
             if let Some(own) = OWN_FIELDS.iter().find(|k| table.contains_key(**k)) {
                 error(engine.name.span(), format!("engine `{name}`: `{key}` may not set `{own}`"), Some("benchpass sets it from the plan's workloads".into()));
@@ -589,6 +604,31 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
                 span,
                 format!("{} at target {} appears twice", s.workload.as_str(), s.target_prompt_tokens),
                 Some("raise `runs` instead of repeating a workload".into()),
+            );
+        }
+    }
+    // A quality workload asks for logprobs: an engine that refuses them (or that many) would
+    // fail every one of its requests.
+    let mut refused: Vec<(&str, usize)> = Vec::new();
+    for cell in &file.cells {
+        let Some(engine) = file.engines.iter().find(|e| e.name.get_ref() == cell.engine.get_ref()) else { continue };
+        let Some(preset) = presets::preset(engine.preset.as_ref().map_or("openai-compatible", |p| p.get_ref())) else { continue };
+        for (w, s) in steps.iter().filter(|(_, s)| s.workload == Workload::Quality) {
+            let Some(why) = s.top_logprobs.and_then(|k| preset.logprobs.refusal(k)) else { continue };
+            if refused.contains(&(engine.name.get_ref().as_str(), *w)) {
+                continue;
+            }
+            refused.push((engine.name.get_ref().as_str(), *w));
+            let hint = match preset.logprobs {
+                presets::Logprobs::Supported { max_top_logprobs: Some(max) } => {
+                    format!("set `top_logprobs = {max}` on this workload (every cell is then asked for as many)")
+                }
+                _ => format!("run the quality workload in a plan without engine `{}`", engine.name.get_ref()),
+            };
+            error(
+                file.workloads[*w].kind.span(),
+                format!("engine `{}` (preset `{}`) cannot run this quality workload: {why}", engine.name.get_ref(), preset.name),
+                Some(format!("{hint} ({})", preset.source_of("logprobs").unwrap_or("the preset's logprobs"))),
             );
         }
     }

@@ -846,6 +846,47 @@ mod tests {
         assert!(matches!(clear(&mount, &Protected::default()), Err(ClearError::Refused { .. })));
     }
 
+    /// Every mount point of this machine's that is two or more folders below the root, so that
+    /// the depth rule alone would let it through: found by its device differing from its
+    /// parent's, as the clear's rule finds it.
+    fn deep_mount_points() -> Vec<PathBuf> {
+        ["/dev/shm", "/dev/pts", "/dev/mqueue", "/sys/fs/cgroup", "/proc/sys/fs/binfmt_misc", "/run/lock", "/run/user"]
+            .iter()
+            .filter_map(|p| {
+                let real = Path::new(p).canonicalize().ok()?;
+                let (dev, parent) = (id_of(&real)?.dev, id_of(real.parent()?)?.dev);
+                (dev != parent && real.components().count() >= 3).then_some(real)
+            })
+            .collect()
+    }
+
+    /// macOS's `/Volumes/<disk>` and the data volume pass the depth rule; a mount point is
+    /// refused by its device, however the path reaches it: as named, through `..`, through a
+    /// link to it named with a trailing slash (which `lstat` follows), and by `plan check`.
+    #[test]
+    fn a_mount_point_is_refused_however_the_path_reaches_it() {
+        let mounts = deep_mount_points();
+        if mounts.is_empty() {
+            eprintln!("skipped: no mount point two folders below the root on this machine");
+            return;
+        }
+        let (_tmp, root) = tree();
+        for mount in mounts {
+            let name = mount.file_name().unwrap().to_owned();
+            let link = root.join(format!("link-to-{}", name.to_string_lossy()));
+            symlink(&mount, &link).unwrap();
+            let ways = [mount.clone(), mount.join("..").join(&name), PathBuf::from(format!("{}/", link.display()))];
+            for dir in ways {
+                let why = Protected::default().refusal(&dir).unwrap_or_else(|| panic!("{} must be refused", dir.display()));
+                let by = if dir.starts_with(&root) { "symbolic link" } else { "the root of a disk or mount point" };
+                assert!(why.contains(by) || why.contains("the root of a disk or mount point"), "{}: {why}", dir.display());
+                assert!(Protected::default().check(&dir).is_some_and(|w| w == why), "{}", dir.display());
+                // Reached only once the refusal is in place: nothing is deleted.
+                assert!(matches!(clear(&dir, &Protected::default()), Err(ClearError::Refused { .. })), "{}", dir.display());
+            }
+        }
+    }
+
     #[test]
     fn another_disk_inside_the_cache_folder_stops_the_walk() {
         let (_tmp, root) = tree();

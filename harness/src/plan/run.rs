@@ -135,6 +135,18 @@ pub struct Start {
     /// KV-cache folders emptied before it starts, as the dry run names them and as cleared.
     pub kv_caches_named: Vec<String>,
     pub kv_caches: Vec<PathBuf>,
+    /// The preset's rule for its cache folder, followed again right before each clear (in
+    /// place of `kv_caches`) where the plan names no `kv_cache_dir`: oMLX's.
+    pub kv_cache_lookup: Option<presets::CacheFolderLookup>,
+}
+
+impl Start {
+    /// The folder the preset's rule gives now, for this command and environment.
+    fn found_cache_folder(&self) -> Option<super::engine_files::FoundCacheFolder> {
+        let lookup = self.kv_cache_lookup.as_ref()?;
+        let env = |name: &str| self.env.get(name).cloned().or_else(|| std::env::var(name).ok());
+        Some(super::engine_files::cache_folder(lookup, &self.argv, &env, crate::platform::home_dir().as_deref()))
+    }
 }
 
 impl<'a> PassPlan<'a> {
@@ -150,6 +162,7 @@ impl<'a> PassPlan<'a> {
             ignore_eos: false,
             min_tokens: None,
             extra: (!request.extra.is_empty()).then(|| Value::Object(to_json(&request.extra))),
+            headers: Vec::new(),
             first_token_timeout: Duration::from_secs_f64(request.first_token_timeout_s),
             idle_timeout: Duration::from_secs_f64(request.idle_timeout_s),
         };
@@ -202,6 +215,14 @@ fn cell_of_plan(plan: &Plan, plan_dir: &std::path::Path, i: usize, engine_name: 
             Some(dir) => vec![resolve(plan_dir, dir.get_ref())],
             None => preset.kv_cache_dirs.iter().map(|d| expand_home(d)).collect(),
         },
+        kv_cache_lookup: preset.kv_cache_lookup.filter(|_| spec.kv_cache_dir.is_none()),
+    })
+    .map(|mut start| {
+        if let Some(found) = start.found_cache_folder() {
+            let named = found.dir.as_ref().map_or_else(|| "none".to_owned(), |d| d.display().to_string());
+            start.kv_caches_named = vec![format!("{named} ({}; found again right before the clear)", found.rule)];
+        }
+        start
     });
     CellPlan {
         id: format!("c{i}"),
@@ -422,18 +443,14 @@ pub fn dry_run_of(pass: &PassPlan<'_>, gap_scale: f64) -> String {
             Form::Plan => String::new(),
         };
         out.push_str(&format!("{}: {} × {}{at}\n", cell.id, cell.engine, cell.model_named));
-        match &cell.start {
-            Some(start) => {
-                for cache in &start.kv_caches_named {
-                    out.push_str(&format!("  clear KV cache {cache}\n"));
-                }
-                out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", start.health_timeout_s));
+        if let Some(start) = &cell.start {
+            for cache in &start.kv_caches_named {
+                out.push_str(&format!("  clear KV cache {cache}\n"));
             }
-            None => {
-                if let Some(line) = cell.preset.and_then(Preset::dry_run_flush) {
-                    out.push_str(&line);
-                }
-            }
+            out.push_str(&format!("  start, wait for health (at most {:.0} s)\n", start.health_timeout_s));
+        }
+        if let Some(line) = cell.preset.and_then(|p| p.dry_run_flush(cell.start.is_some())) {
+            out.push_str(&line);
         }
         let mut last_workload = None;
         for part in &visit.parts {
@@ -613,11 +630,12 @@ impl Shared<'_> {
         Ok(Ok(Ready { base, model, facts, engine, build, listener, extra, ignore_eos_bias, cache_flush: None }))
     }
 
-    /// Empties the prefix cache of a server benchpass did not start, where its preset says how:
-    /// the last thing before the cell's runs, so that nothing the pass sends fills it again
+    /// Empties the engine's prefix cache where its preset says how: a server benchpass did not
+    /// start, or every cell's where the cache is one a fresh engine fills too (MTPLX's, keyed on
+    /// the prompt, holds the probe's requests): the last thing before the cell's runs, so that nothing the pass sends fills it again
     /// before they start.
     async fn flush(&self, cell: &CellPlan, ready: &mut Ready, started: bool, say: &dyn Fn(&str)) {
-        if let Some(flush) = cell.preset.and_then(|p| p.cache_flush).filter(|_| !started) {
+        if let Some(flush) = cell.preset.and_then(|p| p.cache_flush_for(started)) {
             let record = lifecycle::flush_cache(&self.http, &ready.base, self.api_key.as_deref(), flush).await;
             say(&lifecycle::flush_note(&record));
             ready.cache_flush = Some(record);
@@ -646,11 +664,32 @@ impl Shared<'_> {
     async fn start_engine(base: &str, start: &Start, log: &std::path::Path, protected: &kv_cache::Protected, progress: &Progress) -> anyhow::Result<lifecycle::Engine> {
         let health = format!("{base}{}", start.health_path);
         lifecycle::make_way(log, &health).await?;
-        for cache in &start.kv_caches {
-            let cleared = kv_cache::clear(cache, protected)?;
-            let line = format!("cleared the KV cache {}: {cleared}", cache.display());
+        // The preset's rule followed now (a settings file may have changed since the last
+        // cell), and which part of it gave the folder said where the clear is recorded.
+        let found = start.found_cache_folder();
+        let caches: Vec<PathBuf> = match &found {
+            Some(found) => found.dir.iter().cloned().collect(),
+            None => start.kv_caches.clone(),
+        };
+        if let Some(found) = found.as_ref().filter(|f| !f.enabled()) {
+            let line = format!("no KV-cache folder to clear: {}", found.rule);
             lifecycle::log_line(log, &line)?;
             progress.note(&format!("  {line}"));
+        }
+        for cache in &caches {
+            let cleared = kv_cache::clear(cache, protected)?;
+            let from = found.as_ref().map(|f| format!(" (from {})", f.rule)).unwrap_or_default();
+            let line = format!("cleared the KV cache {}{from}: {cleared}", cache.display());
+            lifecycle::log_line(log, &line)?;
+            progress.note(&format!("  {line}"));
+            if found.is_some() && cleared.entries() == 0 {
+                let line = format!(
+                    "warning: the KV-cache folder {} was empty while the engine's cache is on: if the engine keeps its cache elsewhere, set `kv_cache_dir` on the engine in the plan",
+                    cache.display()
+                );
+                lifecycle::log_line(log, &line)?;
+                progress.note(&format!("  {line}"));
+            }
         }
         lifecycle::start(&start.argv, &start.env, log, &health, Duration::from_secs_f64(start.health_timeout_s), start.stop.clone()).await
     }
@@ -862,8 +901,15 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         let sampled_pid = engine.as_ref().map(|e| e.pid()).or(ready.listener.as_ref().map(|l| l.pid));
         let sampler = sampled_pid.map(crate::memory::MemorySampler::start);
         let cell_request = RequestConfig { model: ready.model.clone(), extra: ready.extra.clone(), ..pass.request.clone() };
+        // The preset's headers: an agent session's turns carry those for every workload, the
+        // rest those for theirs too (MTPLX's cache bypass).
+        let headers = |agent: bool| -> Vec<(String, String)> {
+            preset.map(|p| p.headers_for(agent)).unwrap_or_default().into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect()
+        };
+        let agent_request = RequestConfig { headers: headers(true), ..cell_request.clone() };
+        let cell_request = RequestConfig { headers: headers(false), ..cell_request };
         let sets_cache_prompt = |extra: Option<&Value>| extra.is_some_and(|e| e.get("cache_prompt").is_some());
-        let target = Target {
+        let mut target = Target {
             http: &shared.http,
             url: format!("{base}{}", cell_request.api.path()),
             api_key: shared.api_key.as_deref(),
@@ -896,6 +942,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
                 break 'visits;
             }
             last_workload = Some(part.workload_index);
+            target.request = if part.step.workload == Workload::Agent { &agent_request } else { &cell_request };
             let owed_here: Vec<&Owed> = part_owed.iter().filter(|o| !o.places.is_empty()).collect();
             let pre_cut = cut.as_mut().and_then(Iterator::next);
             let finished = if owed_here.is_empty() {
