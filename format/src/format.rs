@@ -118,6 +118,10 @@ pub struct CellInfo {
     /// server benchpass did not start (SGLang `/flush_cache`, vLLM `/reset_prefix_cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_flush: Option<CacheFlushRecord>,
+    /// What the server was seen to do before the cell's runs, where its preset assumes a value
+    /// instead of citing the engine's source (stream usage, cached tokens, the way past EOS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probed: Option<ProbedBehaviour>,
     /// An imported cell: how each of its steps was requested, as the runs CSV said (its `api`,
     /// `temperature`, `request_rate` and `past_eos` columns). A measured pass keeps these facts
     /// in `request` and this cell's `past_eos`; [`PassInfo::step_request`] reads either.
@@ -180,6 +184,26 @@ pub struct ImportedStep {
     pub target_prompt_tokens: u64,
     pub concurrency: u32,
     pub request: StepRequest,
+}
+
+/// What a cell's server did when probed before its runs, for the preset values that are
+/// assumed (docs/plans.md, "Assumed values, probed"). `None`: not probed, or the probe could
+/// not tell (its notes say why).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProbedBehaviour {
+    /// A final `usage` in the stream when `stream_options.include_usage` asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_usage: Option<bool>,
+    /// Cached prompt tokens reported (`usage.prompt_tokens_details.cached_tokens` or
+    /// `timings.cache_n`), zero included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<bool>,
+    /// `ignore_eos: true` held a reply that stops early without it to its token cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    /// Where the server contradicts its preset, each with its fix; and why a finding is unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// What a cache flush request got.
@@ -598,6 +622,7 @@ impl CellInfo {
             ignore_eos_logit_bias: None,
             past_eos: None,
             cache_flush: None,
+            probed: None,
             imported_steps: Vec::new(),
         }
     }

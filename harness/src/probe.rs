@@ -131,3 +131,100 @@ mod tests {
         assert!(base_url("127.0.0.1:8080").is_err());
     }
 }
+
+/// The preset keys whose assumed values a cell's probe checks against the server: what the
+/// stream carries and whether `ignore_eos` works. (The health path and the version are
+/// checked by starting the engine: a wrong one fails the start and says so.)
+pub const PROBED_KEYS: [&str; 3] = ["stream_usage", "cached_tokens", "ignore_eos"];
+
+/// A prompt any chat model answers in a few tokens, far below [`BEHAVIOUR_CAP`].
+const BEHAVIOUR_PROMPT: &str = "Reply with the single word OK.";
+/// The probe's token cap: a reply that reaches it without `ignore_eos` did not stop early,
+/// and the `ignore_eos` test is then inconclusive.
+pub const BEHAVIOUR_CAP: u64 = 64;
+
+/// What the server does, for the keys of [`PROBED_KEYS`] its preset assumes: `None` where it
+/// assumes none of them (nothing is sent). One short request, and a second with
+/// `ignore_eos: true` where the first stopped early and the way past EOS is assumed; both at
+/// temperature 0 with the cell's model, fields and headers, before the cell's cache is emptied.
+pub async fn assumed_behaviour(
+    http: &reqwest::Client,
+    chat_url: &str,
+    api_key: Option<&str>,
+    request: &crate::client::RequestConfig,
+    preset: &engines::presets::Preset,
+) -> Option<benchpass_format::ProbedBehaviour> {
+    use crate::client::{stream_request, Prompt, RequestConfig};
+    if !PROBED_KEYS.iter().any(|k| preset.is_assumed(k)) {
+        return None;
+    }
+    let config = RequestConfig { api: crate::client::Api::Chat, temperature: 0.0, seed: None, ignore_eos: false, min_tokens: None, ..request.clone() };
+    let prompt = Prompt::Text(BEHAVIOUR_PROMPT.to_owned());
+    let control = stream_request(http, chat_url, api_key, &config, &config.body(&prompt, BEHAVIOUR_CAP, None), None).await;
+    let mut seen = benchpass_format::ProbedBehaviour::default();
+    if let Some(error) = &control.error {
+        seen.notes.push(format!("the probe request failed ({}: {}), so the assumed values were not checked", error.class, server_string(&error.message)));
+        return Some(seen);
+    }
+    seen.stream_usage = Some(control.usage.is_some());
+    seen.cached_tokens = Some(benchpass_format::metrics::cached_prompt_tokens(control.usage.as_ref(), control.timings.as_ref()).is_some());
+    if preset.is_assumed("ignore_eos") {
+        if control.finish_reason.as_deref() == Some("stop") {
+            let held = RequestConfig { ignore_eos: true, ..config.clone() };
+            let outcome = stream_request(http, chat_url, api_key, &held, &held.body(&prompt, BEHAVIOUR_CAP, None), None).await;
+            match (&outcome.error, outcome.finish_reason.as_deref()) {
+                (None, Some("length")) => seen.ignore_eos = Some(true),
+                (None, Some("stop")) => seen.ignore_eos = Some(false),
+                (Some(error), _) => seen.notes.push(format!("`ignore_eos: true` was answered with an error ({}), so the way past EOS is unknown", error.class)),
+                (None, other) => seen.notes.push(format!("with `ignore_eos: true` the reply ended with finish reason {other:?}, so the way past EOS is unknown")),
+            }
+        } else {
+            seen.notes.push(format!(
+                "the probe's reply did not stop early (finish reason {:?} within {BEHAVIOUR_CAP} tokens), so whether `ignore_eos` works is unknown",
+                control.finish_reason.as_deref().map(server_string)
+            ));
+        }
+    }
+    seen.notes.extend(contradictions(preset, &seen));
+    Some(seen)
+}
+
+/// Where what the server did contradicts its preset's assumed values, each as a warning that
+/// says what follows for the figures and what to change.
+pub fn contradictions(preset: &engines::presets::Preset, seen: &benchpass_format::ProbedBehaviour) -> Vec<String> {
+    use engines::presets::IgnoreEos;
+    let name = preset.name;
+    let said = |yes: bool| if yes { "does" } else { "does not" };
+    let mut out = Vec::new();
+    let assumed = |key: &str| preset.is_assumed(key);
+    if let Some(usage) = seen.stream_usage.filter(|&u| assumed("stream_usage") && u != preset.capabilities.stream_usage) {
+        out.push(format!(
+            "{name} {} send usage in its stream, but its preset assumes it {}: token counts {}; the preset's `stream_usage` should be {usage} (docs/plans.md)",
+            said(usage),
+            said(!usage),
+            if usage { "are the server's" } else { "come from its tokenizer endpoint or are estimates (4 characters a token)" }
+        ));
+    }
+    if let Some(cached) = seen.cached_tokens.filter(|&c| assumed("cached_tokens") && c != preset.capabilities.cached_tokens) {
+        out.push(format!(
+            "{name} {} report cached prompt tokens, but its preset assumes it {}: {}; the preset's `cached_tokens` should be {cached} (docs/plans.md)",
+            said(cached),
+            said(!cached),
+            if cached { "runs served from its prefix cache are marked `prefix-cached`" } else { "a warm TTFT cannot be told from a cold one, and agent cache figures are unknown" }
+        ));
+    }
+    if let Some(honoured) = seen.ignore_eos.filter(|_| assumed("ignore_eos")) {
+        match (preset.ignore_eos, honoured) {
+            (IgnoreEos::Unsupported, true) => out.push(format!(
+                "{name} held a reply to its {BEHAVIOUR_CAP}-token cap with `ignore_eos: true` (without it the reply stopped early), but its preset assumes no way past EOS: \
+                 steps that ignore EOS are marked as unable to reach their cap; the preset's `ignore_eos` should be `field` (docs/plans.md)"
+            )),
+            (IgnoreEos::Field, false) => out.push(format!(
+                "{name} stopped early with `ignore_eos: true`, but its preset assumes the field holds a reply to its cap: runs of steps that ignore EOS will stop short \
+                 (marked short-stop); the preset's `ignore_eos` should be `unsupported` (docs/plans.md)"
+            )),
+            _ => {}
+        }
+    }
+    out
+}

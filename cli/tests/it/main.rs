@@ -5,6 +5,7 @@
 mod support;
 
 mod agent;
+mod assumed_probe;
 mod busy_port;
 mod cache_clear;
 mod cache_flush;

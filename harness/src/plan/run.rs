@@ -556,6 +556,7 @@ struct Ready {
     extra: Option<Value>,
     ignore_eos_bias: Option<Value>,
     cache_flush: Option<CacheFlushRecord>,
+    probed: Option<ProbedBehaviour>,
 }
 
 /// Why a cell could not be made ready: its planned runs are recorded as failed with `class`
@@ -627,7 +628,30 @@ impl Shared<'_> {
             }),
             None => None,
         };
-        Ok(Ok(Ready { base, model, facts, engine, build, listener, extra, ignore_eos_bias, cache_flush: None }))
+        Ok(Ok(Ready { base, model, facts, engine, build, listener, extra, ignore_eos_bias, cache_flush: None, probed: None }))
+    }
+
+    /// What comes last before a cell's runs: its preset's assumed values checked against the
+    /// server ([`Shared::probe_assumed`]), then its prefix cache emptied ([`Shared::flush`]),
+    /// so that the probe's requests are not left in the cache the runs meet.
+    async fn before_runs(&self, cell: &CellPlan, ready: &mut Ready, started: bool, say: &dyn Fn(&str)) {
+        self.probe_assumed(cell, ready, say).await;
+        self.flush(cell, ready, started, say).await;
+    }
+
+    /// Where `cell`'s preset assumes what the stream carries or how to run past EOS, asks the
+    /// server (`probe::assumed_behaviour`), keeps the findings for the cell's record and says
+    /// each contradiction of the preset as a warning.
+    async fn probe_assumed(&self, cell: &CellPlan, ready: &mut Ready, say: &dyn Fn(&str)) {
+        let Some(preset) = cell.preset else { return };
+        let headers = preset.headers_for(false).into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect();
+        let request = RequestConfig { model: ready.model.clone(), extra: ready.extra.clone(), headers, ..self.pass.request.clone() };
+        let url = format!("{}{}", ready.base, Api::Chat.path());
+        let probed = crate::probe::assumed_behaviour(&self.http, &url, self.api_key.as_deref(), &request, preset).await;
+        for note in probed.iter().flat_map(|p| &p.notes) {
+            say(&format!("warning: {note}"));
+        }
+        ready.probed = probed;
     }
 
     /// Empties the engine's prefix cache where its preset says how: a server benchpass did not
@@ -653,6 +677,7 @@ impl Shared<'_> {
             record.build = build.clone();
         }
         record.cache_flush = ready.cache_flush.clone();
+        record.probed = ready.probed.clone();
         // A plain server's fields are the request's, recorded there.
         record.request_extra = cell.preset.and(ready.extra.clone());
         record.ignore_eos_logit_bias = ready.ignore_eos_bias.clone();
@@ -757,7 +782,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             let owed_here: Vec<&Owed> = part_owed.iter().filter(|o| !o.places.is_empty()).collect();
             cut.push(shared.cut(&cell.id, &owed_here, &ready.facts.counter).await?);
         }
-        shared.flush(cell, &mut ready, false, &say).await;
+        shared.before_runs(cell, &mut ready, false, &say).await;
         ready_first = Some((ready, cut));
     }
 
@@ -880,7 +905,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
                 let say = |line: &str| progress.note(&format!("  {line}"));
                 match shared.make_ready(cell, base, engine.is_some(), &say).await? {
                     Ok(mut ready) => {
-                        shared.flush(cell, &mut ready, engine.is_some(), &say).await;
+                        shared.before_runs(cell, &mut ready, engine.is_some(), &say).await;
                         (ready, None)
                     }
                     Err(not) => {
