@@ -171,6 +171,19 @@ pub fn report(pass_dir: &Path, out: Option<&Path>, root: &Path, quality_referenc
 pub struct RunSummary {
     pub markdown: String,
     pub json: serde_json::Value,
+    /// The command to run next, with what it gives.
+    pub next: String,
+}
+
+/// What to run after a pass: a pass of quality runs alone is read against a reference pass
+/// (`benchpass quality`; a report has no speed table to show it in), any other is reported.
+fn next_step(runs: &[harness::pass::RunRecord], dir: &Path) -> String {
+    let quality_only = !runs.is_empty() && runs.iter().all(|r| r.workload == Workload::Quality);
+    if quality_only {
+        format!("next: benchpass quality --reference REFERENCE_PASS {}    (exact match and top-K KL against a reference pass, docs/quality.md)", dir.display())
+    } else {
+        format!("next: benchpass report {}    (Markdown, HTML and charts)", dir.display())
+    }
 }
 
 /// The summary of the pass in `dir`.
@@ -219,7 +232,7 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
         "damaged": pass.damage_notes(),
         "steps": json_steps,
     });
-    Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json })
+    Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json, next: next_step(&pass.runs, dir) })
 }
 
 /// A step's serving figures (docs/metrics.md, "Serving under concurrency"), latencies in ms.
@@ -401,5 +414,14 @@ mod tests {
         assert_eq!(Format::of_file(Path::new("d.csv")), Some(Format::Csv));
         assert_eq!(Format::of_file(Path::new("d.json")), Some(Format::Json));
         assert_eq!(Format::of_file(Path::new("d.txt")), None);
+    }
+
+    #[test]
+    fn a_pass_of_quality_runs_alone_is_read_against_a_reference_next() {
+        let run = |workload| harness::pass::RunRecord::unmeasured("c0", workload, 0, 0, false, 8);
+        let mut runs = vec![run(Workload::Quality), run(Workload::Quality)];
+        assert!(next_step(&runs, Path::new("d")).starts_with("next: benchpass quality --reference REFERENCE_PASS d "));
+        runs.push(run(Workload::Sustained));
+        assert!(next_step(&runs, Path::new("d")).starts_with("next: benchpass report d "));
     }
 }

@@ -41,6 +41,7 @@ enum Command {
     Export(ExportArgs),
     Import(ImportArgs),
     Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout: `benchpass man > ~/.local/share/man/man1/benchpass.1`.
     Man,
 }
 
@@ -260,7 +261,7 @@ struct RunArgs {
     lane: String,
     /// What to run [default: sustained, or prompt-matrix with --prompt-tokens]. `agent` replays
     /// the shipped coding-agent sessions turn by turn (docs/agent.md); `quality` runs the
-    /// shipped prompts greedily with top-K logprobs, for `cargo xtask quality` (docs/quality.md).
+    /// shipped prompts greedily with top-K logprobs, for `benchpass quality --reference` (docs/quality.md).
     #[arg(long, value_enum)]
     workload: Option<WorkloadArg>,
     /// Agent workload: sessions to replay (each is 10–20 turns; every turn is a run).
@@ -281,10 +282,16 @@ struct RunArgs {
     /// Prompt-size target in tokens; repeat for several (e.g. 128, 2048, 8192).
     #[arg(long = "prompt-tokens", value_name = "N", value_parser = clap::value_parser!(u64).range(0..=harness::plan::file::MAX_TOKENS))]
     prompt_tokens: Vec<u64>,
+    /// The API to call: `chat` (/v1/chat/completions, the prompt as one user message) or
+    /// `completions` (/v1/completions, the raw prompt, no chat template).
     #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
     api: ApiArg,
+    /// Sampling temperature sent with every request; 0 is greedy, and at 0 runs of one prompt
+    /// that produce different text are flagged `nondeterministic`.
     #[arg(long, default_value_t = 0.0, value_parser = parse_temperature)]
     temperature: f64,
+    /// Sampling seed sent with every request (`seed`), for engines that honour it; not sent
+    /// without it.
     #[arg(long)]
     seed: Option<u64>,
     /// Ask the server to ignore EOS (llama.cpp, vLLM): every run then reaches the cap.
@@ -1102,7 +1109,7 @@ fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool, 
     match &figures {
         Some(Ok(figures)) if shown.table => {
             eprintln!("\n{}", harness::progress::printable_block(&figures.markdown));
-            eprintln!("next: benchpass report {}    (Markdown, HTML and charts)", summary.dir.display());
+            eprintln!("{}", figures.next);
         }
         Some(Err(e)) => eprintln!("warning: no summary of the figures: {e:#}"),
         _ => {}

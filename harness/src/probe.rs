@@ -120,18 +120,6 @@ impl TokenCounter {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_url_drops_trailing_slash_and_v1() {
-        assert_eq!(base_url("http://127.0.0.1:8080/v1/").unwrap(), "http://127.0.0.1:8080");
-        assert_eq!(base_url("http://h:1").unwrap(), "http://h:1");
-        assert!(base_url("127.0.0.1:8080").is_err());
-    }
-}
-
 /// The preset keys whose assumed values a cell's probe checks against the server: what the
 /// stream carries and whether `ignore_eos` works. (The health path and the version are
 /// checked by starting the engine: a wrong one fails the start and says so.)
@@ -227,4 +215,16 @@ pub fn contradictions(preset: &engines::presets::Preset, seen: &benchpass_format
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_drops_trailing_slash_and_v1() {
+        assert_eq!(base_url("http://127.0.0.1:8080/v1/").unwrap(), "http://127.0.0.1:8080");
+        assert_eq!(base_url("http://h:1").unwrap(), "http://h:1");
+        assert!(base_url("127.0.0.1:8080").is_err());
+    }
 }

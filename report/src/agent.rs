@@ -83,7 +83,11 @@ fn context(cells: &[AgentCell], chart: Option<&Chart>) -> minijinja::Value {
             sessions: c.n_sessions,
             turns: if c.n_failed == 0 { c.n_turns.to_string() } else { format!("{} ({} failed)", c.n_turns, c.n_failed) },
             ttft_cold: figure(c.ttft_cold_ms.as_ref(), "ms", 1),
-            ttft_cached: figure(c.ttft_cached_ms.as_ref(), "ms", 1),
+            // The later turns' TTFT, said not to be cached where no turn reported a cached count.
+            ttft_cached: match c.n_cache_turns {
+                0 => format!("{} (no cache info)", figure(c.ttft_cached_ms.as_ref(), "ms", 1)),
+                _ => figure(c.ttft_cached_ms.as_ref(), "ms", 1),
+            },
             cache_hit: c.cache_hit_ratio.map_or("–".to_owned(), |r| format!("{:.1} %", r * 100.0)),
             prefill: figure(c.effective_prefill_tps.as_ref(), "tok/s", 0),
             decode: figure(c.decode_tps.as_ref(), "tok/s", 1),

@@ -34,9 +34,12 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
         if let Some(agent) = &step.agent {
             let ttft = |f: Option<&analysis::agent::Figure>| f.map_or("–".to_owned(), |f| format!("{:.1}", f.median));
             let cache = agent.cache_hit_ratio.map_or(String::new(), |r| format!(", {:.1} % cached", r * 100.0));
+            // Where no turn said what it had cached, the later turns are not called cached: a
+            // server without a prefix cache makes them slower, not faster.
+            let later = if agent.n_cache_turns == 0 { "later turns (no cache info)" } else { "cached" };
             let _ = writeln!(
                 out,
-                "| {} | {} | agent | – |{} – | cold {} · cached {}{} | {} | – | {} turns, {} session{} | {} |",
+                "| {} | {} | agent | – |{} – | cold {} · {later} {}{} | {} | – | {} turns, {} session{} | {} |",
                 md(&step.engine),
                 md(&step.model),
                 level_cells(step),

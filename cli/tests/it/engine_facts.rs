@@ -141,9 +141,14 @@ fn mtplx_has_its_session_cache_flushed_first_and_bypassed_on_every_request() {
     let seen = server.seen();
     let flush = seen.iter().position(|s| s.method == "POST" && s.path == "/admin/cache/clear").expect("the flush was posted");
     let chats: Vec<(usize, &Seen)> = seen.iter().enumerate().filter(|(_, s)| s.path == "/v1/chat/completions").collect();
-    assert_eq!(chats.len(), 2, "{seen:?}");
+    // The probe of the preset's assumed values first (docs/plans.md, Assumed values, probed),
+    // then the flush, so that the probe's prompt is not in the cache the runs meet; then the
+    // two runs.
+    assert_eq!(chats.len(), 3, "{seen:?}");
+    let (probe_at, probe) = chats[0];
+    assert!(probe.body.contains("Reply with the single word OK.") && probe_at < flush, "{seen:?}");
     for (at, chat) in &chats {
-        assert!(*at > flush, "the flush comes before the cell's runs");
+        assert!(*at > flush || *at == probe_at, "the flush comes before the cell's runs");
         assert_eq!(chat.header("x-mtplx-cache-mode"), Some("bypass"), "{chat:?}");
         let body: serde_json::Value = serde_json::from_str(&chat.body).unwrap();
         // The preset's own field, beside the plan's.

@@ -283,6 +283,58 @@ fn placeholders(text: &str) -> Vec<(usize, &str)> {
     found
 }
 
+/// What a TOML syntax error's hint says: the shapes a plan is written in.
+const SYNTAX_HINT: &str = "a plan is TOML: tables `[gaps]`, entries `[[engines]]` (two brackets each side), \
+    `key = value` with strings in double quotes and lists in `[...]`; plans/ has examples";
+
+/// Whether a parse error is the file's syntax (`invalid table header`, `expected =`), not a
+/// value that does not fit its key (serde's `missing field`, `invalid type`, …).
+fn is_syntax_error(message: &str) -> bool {
+    !["missing field", "invalid type", "invalid value", "unknown variant", "unknown field", "invalid length", "duplicate field"]
+        .iter()
+        .any(|serde| message.starts_with(serde))
+}
+
+/// The key of `unknown field `x`, expected one of `a`, `b`` nearest to `x`: within two edits,
+/// and fewer than half of its letters (so `presett` finds `preset`, `foo` finds nothing).
+fn closest_key(message: &str) -> Option<&str> {
+    let mut quoted = message.split('`').skip(1).step_by(2);
+    let unknown = quoted.next()?;
+    quoted
+        .map(|key| (edit_distance(unknown, key), key))
+        .filter(|&(d, _)| d <= 2 && d * 2 < unknown.chars().count().max(2))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, key)| key)
+}
+
+/// Edit distance over chars, a swap of two neighbours counting one edit (the optimal string
+/// alignment distance): `prot` is one edit from `port`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+fn column_of(text: &str, offset: usize) -> usize {
+    let before = &text[..offset.min(text.len())];
+    before.chars().rev().take_while(|&c| c != '\n').count() + 1
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
@@ -330,9 +382,20 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             Ok(file) => break file,
             Err(e) => {
                 let line = e.span().map_or(1, |s| line_of(&text, s.start));
-                let message = e.message().trim().to_owned();
+                let message = e.message().trim().replace('\n', ", ");
                 let unknown = message.contains("unknown field");
-                let hint = unknown.then(|| "docs/plans.md lists every key a plan may have".to_owned());
+                let (message, hint) = if unknown {
+                    let hint = match closest_key(&message) {
+                        Some(key) => format!("did you mean `{key}`? docs/plans.md lists every key a plan may have"),
+                        None => "docs/plans.md lists every key a plan may have".to_owned(),
+                    };
+                    (message, Some(hint))
+                } else if is_syntax_error(&message) {
+                    let column = e.span().map_or(1, |s| column_of(&text, s.start));
+                    (format!("{message} (column {column})"), Some(SYNTAX_HINT.to_owned()))
+                } else {
+                    (message, None)
+                };
                 errors.push(PlanError { path: path.to_owned(), line, message, hint });
                 match e.span().filter(|_| unknown && errors.len() < MAX_UNKNOWN_KEYS) {
                     Some(span) if blank_line_at(&mut readable, span.start) => continue,
@@ -731,5 +794,36 @@ mod tests {
         let found: Vec<(usize, &str)> = placeholders(text).into_iter().map(|(at, v)| (line_of(text, at), v)).collect();
         assert_eq!(found, [(1, "<x>"), (2, "<y>"), (4, "<z>"), (5, "<w>")]);
         assert!(toml::from_str::<toml::Table>(text).is_ok(), "the text is TOML");
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_nearest_known_one_and_a_syntax_error_its_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            load(&path).map(|_| ()).expect_err("refused")
+        };
+        let errors = plan("typo.toml", "[[engines]]\nname = \"a\"\npresett = \"llama.cpp\"\n");
+        assert_eq!(errors[0].line, 3);
+        assert_eq!(errors[0].hint.as_deref(), Some("did you mean `preset`? docs/plans.md lists every key a plan may have"));
+        let errors = plan("far.toml", "[[engines]]\nname = \"a\"\nzzz = 1\n");
+        assert_eq!(errors[0].hint.as_deref(), Some("docs/plans.md lists every key a plan may have"), "nothing near `zzz`");
+        // `[[engines]` is missing its last bracket: line 1, column 10 (after `[[engines`).
+        let errors = plan("syntax.toml", "[[engines]\nname = \"a\"\n");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].line, 1);
+        assert!(errors[0].message.starts_with("invalid table header") && errors[0].message.ends_with("(column 10)"), "{}", errors[0].message);
+        assert_eq!(errors[0].hint.as_deref(), Some(SYNTAX_HINT));
+    }
+
+    #[test]
+    fn edit_distances_by_hand() {
+        assert_eq!(edit_distance("presett", "preset"), 1);
+        assert_eq!(edit_distance("kv_cache", "kv_cache_dir"), 4);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("port", "prot"), 1, "a swap is one edit");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(closest_key("unknown field `prot`, expected one of `port`, `preset`"), Some("port"));
     }
 }

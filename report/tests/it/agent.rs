@@ -198,3 +198,20 @@ fn the_agent_section_holds_the_schedules_figures_and_opens_in_chromium() {
     headless(browser, &["--window-size=412,3000", &format!("--screenshot={}", shot.display()), &url]);
     assert_eq!(&std::fs::read(&shot).expect("the screenshot was written")[..8], b"\x89PNG\r\n\x1a\n");
 }
+
+#[test]
+fn a_server_that_says_nothing_of_its_cache_has_its_later_turns_not_called_cached() {
+    let tmp = tempfile::tempdir().unwrap();
+    // No prefix cache: the sim reports no cached count, and each later turn, a longer prompt,
+    // is slower than the first, not faster.
+    let profile = SimProfile { base_latency_ms: BASE_LATENCY_MS, prefill_tps: PREFILL_TPS, decode_tps: DECODE_TPS, ..SimProfile::default() };
+    let pass = run_sim_pass(profile, vec![agent_step()], &tmp.path().join("pass"), "agent-no-cache");
+    let steps = analysis::cells::summarize(&pass).unwrap();
+    let rendered = report::render_pass(&pass, &steps).unwrap();
+    let row = agent_row(&rendered.markdown);
+    assert!(row["cached TTFT"].ends_with(" ms (no cache info)"), "{row:?}");
+    assert_eq!(row["cache hit"], "–");
+    let summary = report::summary::render_markdown(&pass, &steps);
+    assert!(summary.contains(" · later turns (no cache info) "), "{summary}");
+    assert!(!summary.contains(" · cached "), "{summary}");
+}
