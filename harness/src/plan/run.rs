@@ -876,7 +876,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             cell_id,
             concurrency: pass.concurrency,
             memory: sampler.as_deref(),
-            machine: Some(&machine),
+            machine: Some(&*machine),
             metrics_url: preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
             draft_log: preset.and_then(|p| draft_log(p, engine.is_some().then_some(log.as_path()), ready.listener.is_some())),
             live: Some(progress.live()),

@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn linux_records_that_it_holds_no_assertion() {
         let awake = keep_awake();
-        assert_eq!(awake.record.held, false);
+        assert!(!awake.record.held);
         assert_eq!(awake.record.how, KeepAwakeHow::None);
     }
 }

@@ -66,7 +66,8 @@ pub fn process_cpu_seconds() -> Option<f64> {
 }
 
 /// Sum of VmRSS over `pid` and all its descendants, in bytes.
-pub fn tree_rss(pid: u32) -> Option<u64> {
+#[cfg(test)]
+fn tree_rss(pid: u32) -> Option<u64> {
     tree_status(pid).map(|s| s.rss)
 }
 
