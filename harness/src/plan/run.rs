@@ -596,6 +596,9 @@ impl Shared<'_> {
             url: Some(base.clone()),
             memory_of: listener.as_ref().map(crate::memory::Listener::describe),
             memory_measure: (started || listener.is_some()).then_some(crate::platform::MEMORY_MEASURE).flatten(),
+            // Read at the cell's end (runner::record_cell_memory).
+            memory_lifetime_peak_bytes: None,
+            weights_mapped: None,
         };
         let build = match &cell.weights {
             Some(weights) => Some(runner::hash_build(weights, self.options.hash_cache.as_deref(), self.options.progress)?),
