@@ -706,16 +706,17 @@ pub fn memory(steps: &[CellStep], pass: &Pass) -> Vec<MemoryRow> {
 }
 
 /// The cells whose memory does not compare with the rest of the table: their engine maps its
-/// weights (`weights_mapped`, recorded at the cell's end) while the pass holds another engine.
-/// A pass of one engine compares nothing across engines and marks nothing.
+/// weights (`weights_mapped`, recorded at the cell's end) while the pass holds another engine
+/// that is not known to map them. Engines that all map their weights measure alike, and a pass
+/// of one engine compares nothing across engines: neither marks anything.
 pub fn weights_mapped_cells(pass: &Pass) -> Vec<&str> {
-    let mut engines: Vec<&str> = pass.info.cells.iter().map(|c| c.engine.name.as_str()).collect();
-    engines.sort_unstable();
-    engines.dedup();
-    if engines.len() < 2 {
-        return Vec::new();
-    }
-    pass.info.cells.iter().filter(|c| c.engine.weights_mapped == Some(true)).map(|c| c.id.as_str()).collect()
+    let cells = &pass.info.cells;
+    let mapped = |c: &benchpass_format::CellInfo| c.engine.weights_mapped == Some(true);
+    cells
+        .iter()
+        .filter(|c| mapped(c) && cells.iter().any(|other| other.engine.name != c.engine.name && !mapped(other)))
+        .map(|c| c.id.as_str())
+        .collect()
 }
 
 /// The sentence under the memory table for the `¹` mark, where some row has it.
@@ -755,8 +756,8 @@ pub fn memory_cells(pass: &Pass) -> Vec<MemoryCell> {
 /// What the lifetime peak is, as the caption names it.
 pub fn memory_lifetime_measure(pass: &Pass) -> &'static str {
     match pass.info.cells.iter().find_map(|c| c.engine.memory_measure) {
-        Some(benchpass_format::machine::MemoryMeasure::PhysFootprint) => "the kernel's lifetime peak of the physical footprint (`ri_lifetime_max_phys_footprint`)",
-        _ => "the peak resident size of each process over its life (`VmHWM`), summed over the tree",
+        Some(benchpass_format::machine::MemoryMeasure::PhysFootprint) => "the kernel's lifetime peak of the physical footprint (ri_lifetime_max_phys_footprint)",
+        _ => "the peak resident size of each process over its life (VmHWM), summed over the tree",
     }
 }
 

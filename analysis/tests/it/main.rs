@@ -11,4 +11,5 @@ mod permutation;
 mod recompute;
 mod serving;
 mod soak;
+mod swapped;
 mod thermal_level;

@@ -198,6 +198,39 @@ mod tests {
     }
 
     #[test]
+    fn a_child_that_maps_a_file_and_reads_it_shows_it_as_file_backed_resident_memory() {
+        // A 64 MiB file, mapped read-only by a child that touches every 4 KiB page of it (as
+        // llama.cpp maps its GGUF): its pages are resident and file-backed (`RssFile`), while
+        // a child holding 64 MiB of its own memory (`bytearray`) adds none of them.
+        const SIZE: u64 = 64 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("weights.bin");
+        std::fs::write(&path, vec![7u8; SIZE as usize]).unwrap();
+        let script = format!(
+            "import mmap, time\nf = open({path:?}, 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\ns = sum(m[i] for i in range(0, len(m), 4096))\nprint('ready', s, flush=True)\ntime.sleep(30)",
+            path = path.to_str().unwrap()
+        );
+        let (mut mapper, line) = python(&script);
+        let mapped = tree_memory(mapper.id());
+        mapper.kill().unwrap();
+        mapper.wait().unwrap();
+        // Every page read gave 7: 16,384 pages.
+        assert_eq!(line.trim(), format!("ready {}", 7 * SIZE / 4096));
+        let mapped = mapped.expect("the child's memory");
+        let file_backed = mapped.file_backed_bytes.expect("RssFile is there since Linux 4.5");
+        assert!(file_backed >= SIZE, "{file_backed} bytes file-backed, {SIZE} of them the mapped file");
+        assert!(mapped.bytes >= file_backed, "RssFile is part of VmRSS");
+
+        let (mut holder, _) = python("import time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)");
+        let held = tree_memory(holder.id());
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        let held = held.expect("the child's memory");
+        assert!(held.bytes >= SIZE, "{} bytes resident", held.bytes);
+        assert!(held.file_backed_bytes.unwrap() < SIZE / 2, "{:?} bytes file-backed: the interpreter's own files, not the 64 MiB", held.file_backed_bytes);
+    }
+
+    #[test]
     fn this_process_has_resident_memory() {
         let own = tree_rss(std::process::id()).expect("Linux /proc");
         assert!(own > 1 << 20, "{own} bytes");

@@ -9,6 +9,7 @@ mod glance;
 mod hostile_csv;
 mod hostile_numbers;
 mod marks;
+mod memory;
 mod plain_markdown;
 mod quality_column;
 mod serving;
