@@ -13,8 +13,9 @@ pub fn tree_memory(pid: u32) -> Option<TreeMemory> {
         bytes: sum.rss,
         measure: MemoryMeasure::Rss,
         resident_bytes: None,
-        // Each process's own peak, summed: at least the tree's peak (the processes need not
-        // have peaked together), and exact for a tree of one process.
+        // Each live process's own peak, summed: at least the peak of those processes together
+        // (they need not have peaked at once), exact for a tree of one process; a child that
+        // has exited is not in it.
         lifetime_peak_bytes: sum.hwm,
         file_backed_bytes: sum.rss_file,
     })

@@ -10,9 +10,13 @@ use crate::fixture_pass;
 
 const MIB: u64 = 1 << 20;
 
+/// One engine's cell: its name, its sustained runs' footprint peaks, and at its end the
+/// lifetime peak and whether it maps its weights.
+type CellMemory<'a> = (&'a str, &'a [u64], Option<u64>, Option<bool>);
+
 /// fixtures/diff/a.csv (llama.cpp, mlx-lm, ollama, vllm on one machine) as if measured on a Mac:
 /// each engine's sustained runs with the footprint peaks given, and each cell's end as given.
-fn mac_pass(tmp: &tempfile::TempDir, cells: &[(&str, &[u64], Option<u64>, Option<bool>)]) -> Pass {
+fn mac_pass(tmp: &tempfile::TempDir, cells: &[CellMemory<'_>]) -> Pass {
     let mut pass = fixture_pass("a.csv", "fx-a", tmp);
     for (engine, peaks, lifetime, mapped) in cells {
         let cell = pass.info.cells.iter_mut().find(|c| c.engine.name == *engine).unwrap();
