@@ -539,6 +539,11 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         let worst = thermal.iter().max().expect("hot runs are among them");
         reasons.push(Reason::new(ReasonCode::Thermal, format!("{hot} of {} runs, at worst {}", thermal.len(), worst.as_str())));
     }
+    let swap_known = group.iter().filter(|f| f.swapped.is_some()).count();
+    let swapped = group.iter().filter(|f| f.swapped == Some(true)).count();
+    if swapped > 0 {
+        reasons.push(Reason::new(ReasonCode::Swapped, format!("{swapped} of {swap_known} runs")));
+    }
 
     let ratios: Vec<f64> = group
         .iter()

@@ -20,6 +20,11 @@ pub enum ReasonCode {
     Reconciliation,
     Drift,
     Thermal,
+    /// The machine's swap in use rose during some runs.
+    Swapped,
+    /// A memory table's engines measure differently: one maps its weights (the footprint
+    /// leaves them out), another holds them in its own memory.
+    WeightsMapped,
     UsageMismatch,
     ColdStart,
     NoCacheInfo,
@@ -47,6 +52,8 @@ impl ReasonCode {
             ReasonCode::Reconciliation => "reconciliation",
             ReasonCode::Drift => "drift",
             ReasonCode::Thermal => "thermal",
+            ReasonCode::Swapped => "swapped",
+            ReasonCode::WeightsMapped => "weights-mapped",
             ReasonCode::UsageMismatch => "usage-mismatch",
             ReasonCode::ColdStart => "cold-start",
             ReasonCode::NoCacheInfo => "no-cache-info",
@@ -73,6 +80,8 @@ impl ReasonCode {
             ReasonCode::Drift => "the decode rate moved one way run after run (falling: thermal throttling; rising: a warming cache), a trend, not noise",
             ReasonCode::ColdStart => "no warmup run, and the first measured run is far from the others: it paid for a cold start (weights paged in, caches and kernels cold)",
             ReasonCode::Thermal => "the machine reported thermal pressure heavy or worse (the level at which macOS throttles) during some runs: they may have run throttled",
+            ReasonCode::Swapped => "the machine's swap in use rose during some runs: the model and its caches did not fit in memory, so those runs waited on the disk and their figures are the machine's, not the engine's",
+            ReasonCode::WeightsMapped => "this engine maps its weights from their files: the physical footprint (macOS) leaves mapped file pages out, and resident size counts them only while they stay in memory, so its figure does not compare with an engine that holds its weights in memory of its own",
             ReasonCode::UsageMismatch => "the server's usage count contradicts the events it streamed (fewer tokens than token events, or far more than they could carry), so neither the count nor the decode rate built on it is trusted",
             ReasonCode::NoCacheInfo => "the engine reported no cached prompt tokens (usage prompt_tokens_details.cached_tokens or timings.cache_n): the cache figures are unknown, not zero",
             ReasonCode::PrefixCached => "the server said it served much of the prompt from its prefix cache in some runs: their TTFT and prefill rate are warm figures, not a cold prompt's",

@@ -35,6 +35,8 @@ pub struct RunFacts {
     pub server_decode_tps: Option<f64>,
     /// The OS's thermal pressure around the run, where it reports one (macOS).
     pub thermal_pressure: Option<benchpass_format::machine::ThermalPressure>,
+    /// The machine's swap in use rose during the run (`RunRecord::swapped`, the one rule).
+    pub swapped: Option<bool>,
     /// The server's `usage.completion_tokens` and the run's token events, where the two
     /// contradict each other ([`metrics::usage_contradicts_events`]); `None` where they agree or
     /// there is nothing to compare (no usage, or an imported run with no events).
@@ -139,6 +141,7 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 logged_draft_acceptance: run.logged_draft_acceptance,
                 server_peak_rss_bytes: run.server_peak_rss_bytes,
                 thermal_pressure: run.thermal_pressure,
+                swapped: run.swapped(),
                 server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),
                 usage_mismatch,
                 cached_prompt_tokens: run.cached_prompt_tokens,

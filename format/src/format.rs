@@ -33,6 +33,10 @@ pub struct PassInfo {
     /// The CSV file a pass came from when it was imported rather than measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// Whether an idle-sleep assertion was held for the pass, and how; absent in passes from
+    /// before it was recorded and in imported ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_awake: Option<crate::machine::KeepAwake>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,6 +249,18 @@ pub struct EngineInfo {
     /// resident size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_measure: Option<crate::machine::MemoryMeasure>,
+    /// The kernel's lifetime peak of `memory_measure` for the engine's process tree, summed
+    /// over its processes, read at the cell's end (macOS `ri_lifetime_max_phys_footprint`;
+    /// Linux `VmHWM`, the peak resident size): exact for an engine benchpass started fresh,
+    /// and since its own start for a server it did not. Absent where none was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_lifetime_peak_bytes: Option<u64>,
+    /// Whether the engine keeps its weights in memory-mapped files, told from its memory at
+    /// the cell's end ([`crate::machine::weights_mapped`]): then the physical footprint
+    /// (macOS) leaves the weights out, and its memory does not compare with an engine that
+    /// copies them (MLX). Absent where it could not be told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_mapped: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -478,6 +494,30 @@ pub struct RunRecord {
     /// engine could be sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_peak_rss_bytes: Option<u64>,
+    /// The engine tree's peak resident size over the run, where `memory_measure` is another
+    /// figure (macOS: `ri_resident_size`, which counts mapped weight pages the footprint
+    /// leaves out and misses the GPU buffers it counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_peak_resident_bytes: Option<u64>,
+    /// The file-backed part of the engine tree's resident memory at its highest over the run
+    /// (Linux `RssFile`: mapped weights among it), where the OS tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_peak_file_backed_bytes: Option<u64>,
+    /// The machine's swap in use when the run began and when it ended, from the pass's
+    /// sampler (about 1 Hz: the readings in force at those instants); macOS `vm.swapusage`
+    /// used, Linux `SwapTotal − SwapFree` of `/proc/meminfo`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_used_before_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_used_after_bytes: Option<u64>,
+    /// macOS's memory pressure level, the highest in force over the run
+    /// (`kern.memorystatus_vm_pressure_level`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_pressure: Option<crate::machine::MemoryPressure>,
+    /// Linux's memory pressure, the highest `some avg10` of `/proc/pressure/memory` in force
+    /// over the run: the percentage of the last 10 s in which some task waited for memory.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub memory_psi_some_avg10: Option<f64>,
     /// Engine counters (Prometheus `…_total`) that moved during the run, where the engine has
     /// a metrics endpoint and one stream ran at a time. A Prometheus value may be `NaN` or
     /// `+Inf`: such a count is written as text ([`float`]).
@@ -688,6 +728,7 @@ impl PassInfo {
             request: None,
             harness_cpu_seconds: None,
             imported_from: None,
+            keep_awake: None,
         }
     }
 }
@@ -716,6 +757,12 @@ impl RunRecord {
             error: None,
             output_sha256: None,
             server_peak_rss_bytes: None,
+            server_peak_resident_bytes: None,
+            server_peak_file_backed_bytes: None,
+            swap_used_before_bytes: None,
+            swap_used_after_bytes: None,
+            memory_pressure: None,
+            memory_psi_some_avg10: None,
             server_counters: None,
             thermal_pressure: None,
             logged_draft_acceptance: None,
@@ -732,6 +779,14 @@ impl RunRecord {
             empty_events: 0,
             events: vec![],
         }
+    }
+
+    /// Whether the machine swapped during the run: its swap in use rose by more than
+    /// [`crate::machine::SWAPPED_BYTES`] between the run's start and end. `None` where swap
+    /// was not sampled. The one rule the `swapped` mark reads.
+    pub fn swapped(&self) -> Option<bool> {
+        let (before, after) = (self.swap_used_before_bytes?, self.swap_used_after_bytes?);
+        Some(after.saturating_sub(before) > crate::machine::SWAPPED_BYTES)
     }
 
     pub fn is_error(&self) -> bool {

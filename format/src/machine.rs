@@ -226,3 +226,126 @@ impl MemoryMeasure {
         }
     }
 }
+
+/// How the machine was kept from idle sleep while the pass ran (`pass.json`'s `keep_awake`): a
+/// laptop left alone through a plan's gaps would otherwise sleep, and a run spanning a sleep
+/// is not a measurement of the engine (error class `system-sleep`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeepAwake {
+    /// An idle-sleep assertion was held from the pass's start to its end.
+    pub held: bool,
+    pub how: KeepAwakeHow,
+    /// Why it was not held, or why the first way failed when the fallback held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The way [`KeepAwake`] was (or was not) held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepAwakeHow {
+    /// macOS: a `PreventUserIdleSystemSleep` power assertion (IOKit's
+    /// `IOPMAssertionCreateWithName`, through the keepawake crate), released at the pass's end.
+    IopmAssertion,
+    /// macOS, when the assertion could not be made: `caffeinate -i -w PID`, started once before
+    /// the first run, which holds the same assertion for as long as benchpass runs.
+    Caffeinate,
+    /// Nothing held: an OS where benchpass makes no assertion (Linux, Windows), or both ways
+    /// failed (see `detail`).
+    None,
+}
+
+/// macOS's memory pressure level, `sysctl kern.memorystatus_vm_pressure_level`: the kernel's
+/// `vm_pressure_level_t` (`kVMPressureNormal` 0 … `kVMPressureCritical` 3), which the sysctl
+/// reports as the dispatch memory-pressure value it sends: 1 normal, 2 warning, 4 critical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryPressure {
+    Normal,
+    Warning,
+    Critical,
+}
+
+impl MemoryPressure {
+    /// The sysctl's value: 1 normal, 2 warning, 4 critical; anything else `None`.
+    pub fn from_sysctl(value: i64) -> Option<Self> {
+        match value {
+            1 => Some(Self::Normal),
+            2 => Some(Self::Warning),
+            4 => Some(Self::Critical),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "normal",
+            Self::Warning => "warning",
+            Self::Critical => "critical",
+        }
+    }
+}
+
+/// A rise in swap in use above this marks a run `swapped` ([`crate::format::RunRecord::swapped`]).
+/// Not zero: Linux counts swap in kB and the kernel's own bookkeeping moves it by a few pages
+/// on an idle machine; 1 MiB is 256 pages of 4 KiB (64 of Apple silicon's 16 KiB), far below
+/// what a model that does not fit pushes out, which is hundreds of MiB and more.
+pub const SWAPPED_BYTES: u64 = 1 << 20;
+
+/// Whether an engine keeps its weights in memory-mapped files, told from one reading of its
+/// tree's memory and the size of its weights (`weight_bytes`, the hashed files; `None` where
+/// they were not hashed, and then it cannot be told):
+///
+/// - Linux: its file-backed resident memory (`RssFile`) holds at least half the weights' bytes;
+/// - macOS: its resident size is above its physical footprint by at least half the weights'
+///   bytes (clean mapped file pages count in resident size and not in the footprint, which is
+///   why a 7 B GGUF under llama.cpp shows a few hundred MB of footprint: llama.cpp#1465).
+///
+/// Half, not all: a mapped model need not be wholly resident (pages never read stay on disk,
+/// the OS may drop clean pages), while an engine that copies its weights holds none of them as
+/// file pages, so its figure is near zero (code and libraries: tens to hundreds of MB, a small
+/// part of any model's weights). `None` when neither figure is known.
+pub fn weights_mapped(weight_bytes: Option<u64>, file_backed: Option<u64>, resident: Option<u64>, footprint: Option<u64>) -> Option<bool> {
+    let weights = weight_bytes.filter(|&w| w > 0)?;
+    let mapped = match (file_backed, resident, footprint) {
+        (Some(file), _, _) => file,
+        (None, Some(resident), Some(footprint)) => resident.saturating_sub(footprint),
+        _ => return None,
+    };
+    Some(mapped >= weights / 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn weights_are_mapped_when_half_of_them_are_file_pages() {
+        // A 4 GiB GGUF under llama.cpp on Linux: 3.8 GiB of RssFile.
+        assert_eq!(weights_mapped(Some(4 * GIB), Some(3 * GIB + GIB / 5 * 4), None, None), Some(true));
+        // Exactly half: mapped; one byte under: not.
+        assert_eq!(weights_mapped(Some(4 * GIB), Some(2 * GIB), None, None), Some(true));
+        assert_eq!(weights_mapped(Some(4 * GIB), Some(2 * GIB - 1), None, None), Some(false));
+        // An engine that copied them: 150 MiB of libraries.
+        assert_eq!(weights_mapped(Some(4 * GIB), Some(150 << 20), None, None), Some(false));
+        // macOS, llama.cpp: 4.3 GiB resident, 0.3 GiB footprint → 4 GiB not in the footprint.
+        assert_eq!(weights_mapped(Some(4 * GIB), None, Some(4 * GIB + 3 * GIB / 10), Some(3 * GIB / 10)), Some(true));
+        // macOS, MLX: the footprint (Metal buffers) is above resident size: nothing mapped.
+        assert_eq!(weights_mapped(Some(4 * GIB), None, Some(GIB), Some(5 * GIB)), Some(false));
+        // Weights not hashed, or no figure: cannot be told.
+        assert_eq!(weights_mapped(None, Some(4 * GIB), None, None), None);
+        assert_eq!(weights_mapped(Some(4 * GIB), None, Some(GIB), None), None);
+    }
+
+    #[test]
+    fn memory_pressure_reads_the_dispatch_values() {
+        assert_eq!(MemoryPressure::from_sysctl(1), Some(MemoryPressure::Normal));
+        assert_eq!(MemoryPressure::from_sysctl(2), Some(MemoryPressure::Warning));
+        assert_eq!(MemoryPressure::from_sysctl(4), Some(MemoryPressure::Critical));
+        // The kernel's internal numbers (0 normal, 3 critical) are not what the sysctl gives.
+        assert_eq!(MemoryPressure::from_sysctl(0), None);
+        assert_eq!(MemoryPressure::from_sysctl(3), None);
+    }
+}

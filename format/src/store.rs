@@ -186,6 +186,7 @@ pub fn write_imported(
         request: None,
         harness_cpu_seconds: None,
         imported_from,
+        keep_awake: None,
     };
     let mut writer = PassWriter::create(dir, &info)?;
     for run in runs {

@@ -22,7 +22,7 @@ pub mod progress;
 pub mod provenance;
 pub mod runner;
 pub mod sse;
-pub mod thermal;
+pub mod sampler;
 pub mod tls;
 pub mod tokens;
 pub mod workloads;

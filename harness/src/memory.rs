@@ -1,6 +1,8 @@
 //! Memory of an engine's process tree, sampled in the background while it serves, so that each
 //! run can record the peak it saw: resident size on Linux, physical footprint on macOS
-//! ([`crate::platform::MemoryMeasure`]); elsewhere nothing is sampled and runs record no memory.
+//! ([`crate::platform::MemoryMeasure`]), with the resident size beside a footprint and the
+//! file-backed part of resident memory where the OS tells it; and, at the cell's end, the
+//! kernel's lifetime peak. Elsewhere nothing is sampled and runs record no memory.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,14 +11,25 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::platform::TreeMemory;
+
 /// How often the tree is measured.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 /// Samples older than this are dropped (runs longer than this record the last ten minutes).
 const KEEP: Duration = Duration::from_secs(600);
 
 pub struct MemorySampler {
-    samples: Mutex<VecDeque<(Instant, u64)>>,
+    samples: Mutex<VecDeque<(Instant, TreeMemory)>>,
     stop: AtomicBool,
+}
+
+/// What a run records of the engine's memory: the highest of each figure over its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunMemory {
+    /// In the OS's measure ([`crate::platform::MEMORY_MEASURE`]).
+    pub peak_bytes: u64,
+    pub resident_peak_bytes: Option<u64>,
+    pub file_backed_peak_bytes: Option<u64>,
 }
 
 /// The running sampler; dropping it stops the sampling.
@@ -44,10 +57,10 @@ impl MemorySampler {
         let writer = Arc::clone(&sampler);
         let spawned = std::thread::Builder::new().name("memory-sampler".into()).spawn(move || {
             while !writer.stop.load(Ordering::Relaxed) {
-                if let Some(rss) = crate::platform::tree_memory(pid).map(|m| m.bytes) {
+                if let Some(memory) = crate::platform::tree_memory(pid) {
                     let now = Instant::now();
                     let mut samples = writer.samples.lock().unwrap_or_else(|e| e.into_inner());
-                    samples.push_back((now, rss));
+                    samples.push_back((now, memory));
                     while samples.front().is_some_and(|(t, _)| now.duration_since(*t) > KEEP) {
                         samples.pop_front();
                     }
@@ -64,10 +77,32 @@ impl MemorySampler {
     /// The largest sample taken between `from` and `to`, counting the last one before `from`
     /// (a run shorter than the interval still gets the reading that covered it).
     pub fn peak_between(&self, from: Instant, to: Instant) -> Option<u64> {
-        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        let before = samples.iter().rev().find(|(t, _)| *t <= from).map(|(_, rss)| *rss);
-        samples.iter().filter(|(t, _)| *t >= from && *t <= to).map(|(_, rss)| *rss).chain(before).max()
+        self.over_run(from, to).map(|m| m.peak_bytes)
     }
+
+    /// The highest of each figure over the samples between `from` and `to`, counting the last
+    /// one before `from`, as [`Self::peak_between`] does.
+    pub fn over_run(&self, from: Instant, to: Instant) -> Option<RunMemory> {
+        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        over_run(samples.iter().map(|(t, m)| (*t, m)), from, to)
+    }
+
+    /// The latest sample: at a cell's end, its lifetime peak and what tells whether the engine
+    /// maps its weights.
+    pub fn latest(&self) -> Option<TreeMemory> {
+        self.samples.lock().unwrap_or_else(|e| e.into_inner()).back().map(|(_, m)| *m)
+    }
+}
+
+/// [`MemorySampler::over_run`] over `samples`, oldest first.
+fn over_run<'a>(samples: impl DoubleEndedIterator<Item = (Instant, &'a TreeMemory)> + Clone, from: Instant, to: Instant) -> Option<RunMemory> {
+    let before = samples.clone().rev().find(|(t, _)| *t <= from).map(|(_, m)| m);
+    let inside: Vec<&TreeMemory> = samples.filter(|(t, _)| *t >= from && *t <= to).map(|(_, m)| m).chain(before).collect();
+    Some(RunMemory {
+        peak_bytes: inside.iter().map(|m| m.bytes).max()?,
+        resident_peak_bytes: inside.iter().filter_map(|m| m.resident_bytes).max(),
+        file_backed_peak_bytes: inside.iter().filter_map(|m| m.file_backed_bytes).max(),
+    })
 }
 
 /// The process serving a URL that benchpass did not start, so that its memory can be sampled
@@ -134,6 +169,27 @@ mod tests {
         assert_eq!(by_name, Some(found));
         assert_eq!(remote, None, "not on this machine");
         assert_eq!(listener_of(&format!("http://127.0.0.1:{port}")), None, "nothing listens any more");
+    }
+
+    #[test]
+    fn a_run_gets_the_highest_of_each_figure_over_its_interval() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_millis(s * 100);
+        let m = |bytes: u64, resident: Option<u64>, file: Option<u64>| TreeMemory {
+            bytes,
+            measure: crate::platform::MemoryMeasure::PhysFootprint,
+            resident_bytes: resident,
+            lifetime_peak_bytes: None,
+            file_backed_bytes: file,
+        };
+        let series = [m(10, Some(50), None), m(30, Some(40), None), m(20, Some(70), None), m(5, Some(5), None)];
+        let samples: Vec<(Instant, TreeMemory)> = series.iter().enumerate().map(|(i, s)| (at(i as u64), *s)).collect();
+        let over = |from: Instant, to: Instant| over_run(samples.iter().map(|(t, m)| (*t, m)), from, to);
+        // 50–250 ms: the sample at 0 (in force at the start) and those at 100 and 200.
+        assert_eq!(over(t0 + Duration::from_millis(50), t0 + Duration::from_millis(250)), Some(RunMemory { peak_bytes: 30, resident_peak_bytes: Some(70), file_backed_peak_bytes: None }));
+        // 310–390 ms: shorter than the interval: the sample at 300.
+        assert_eq!(over(t0 + Duration::from_millis(310), t0 + Duration::from_millis(390)).map(|r| r.peak_bytes), Some(5));
+        assert_eq!(over(t0 - Duration::from_millis(50), t0 - Duration::from_millis(10)), None, "before the first sample");
     }
 
     #[test]

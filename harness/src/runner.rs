@@ -379,6 +379,7 @@ pub(crate) fn new_pass_info(pass_id: String, started_at: String, cells: Vec<Cell
         request: Some(request),
         harness_cpu_seconds: None,
         imported_from: None,
+        keep_awake: None,
     }
 }
 
@@ -433,8 +434,8 @@ pub(crate) struct Target<'a> {
     pub concurrency: u32,
     /// The engine's memory, where benchpass started it.
     pub memory: Option<&'a crate::memory::MemorySampler>,
-    /// The machine's thermal pressure, sampled for the whole pass where the OS tells it.
-    pub thermal: Option<&'a crate::thermal::ThermalSampler>,
+    /// The machine's state (thermal and memory pressure, swap), sampled for the whole pass.
+    pub machine: Option<&'a crate::sampler::MachineSampler>,
     /// The engine's Prometheus endpoint, scraped around each run when streams run one at a time.
     pub metrics_url: Option<String>,
     /// The engine's log, where it writes draft acceptance and nowhere else (oMLX): read around
@@ -552,6 +553,20 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         resume: None,
     };
     crate::plan::run::execute(&options.as_plan(), run).await
+}
+
+/// At a cell's end, what its engine's memory says of the whole cell: the kernel's lifetime
+/// peak and whether the engine maps its weights, from the latest sample. Whether anything was
+/// recorded (so that `pass.json` is written again).
+pub(crate) fn record_cell_memory(info: &mut PassInfo, cell_id: &str, sampler: Option<&crate::memory::MemorySampler>) -> bool {
+    let Some(latest) = sampler.and_then(crate::memory::MemorySampler::latest) else { return false };
+    let Some(cell) = info.cells.iter_mut().find(|c| c.id == cell_id) else { return false };
+    let weight_bytes = (!cell.build.files.is_empty()).then(|| cell.build.files.iter().map(|f| f.bytes).sum::<u64>());
+    let footprint = (latest.measure == crate::platform::MemoryMeasure::PhysFootprint).then_some(latest.bytes);
+    cell.engine.memory_lifetime_peak_bytes = latest.lifetime_peak_bytes.filter(|&b| b > 0);
+    cell.engine.weights_mapped =
+        benchpass_format::machine::weights_mapped(weight_bytes, latest.file_backed_bytes, latest.resident_bytes, footprint);
+    true
 }
 
 /// Final status, finish time and CPU used, written to `pass.json`.
@@ -818,11 +833,16 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     if let Some(live) = target.live {
         live.on_start(format!("{} {}", target.cell_id, crate::progress::job_name(job.workload, job.target, job.warmup, job.rep, job.turn)));
     }
+    let clocks_at_start = crate::platform::awake::Clocks::now();
     let started = tokio::time::Instant::now();
-    let outcome = stream_on_a_task_of_its_own(target, body).await;
+    let mut outcome = stream_on_a_task_of_its_own(target, body).await;
     let ended = tokio::time::Instant::now();
-    let server_peak_rss_bytes = target.memory.and_then(|m| m.peak_between(started, ended));
-    let thermal_pressure = target.thermal.and_then(|t| t.max_over(started, ended));
+    // Two clock reads: whether the machine slept while the run was in flight (platform::awake).
+    if let Some(sleep) = clocks_at_start.slept_until(&crate::platform::awake::Clocks::now()) {
+        outcome.error = Some(system_sleep(sleep, outcome.error.take()));
+    }
+    let memory = target.memory.and_then(|m| m.over_run(started, ended));
+    let machine = target.machine.map(|m| m.over_run(started, ended)).unwrap_or_default();
     let server_counters = match (metrics_url, &counters_before) {
         (Some(url), Some(before)) => crate::prometheus::scrape(target.http, url).await.map(|after| crate::prometheus::counter_deltas(before, &after)),
         _ => None,
@@ -859,9 +879,15 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         http_status: outcome.http_status,
         error: outcome.error,
         output_sha256: RunRecord::hash_output(&outcome.events),
-        server_peak_rss_bytes,
+        server_peak_rss_bytes: memory.map(|m| m.peak_bytes),
+        server_peak_resident_bytes: memory.and_then(|m| m.resident_peak_bytes),
+        server_peak_file_backed_bytes: memory.and_then(|m| m.file_backed_peak_bytes),
+        swap_used_before_bytes: machine.swap_used_before,
+        swap_used_after_bytes: machine.swap_used_after,
+        memory_pressure: machine.memory_pressure,
+        memory_psi_some_avg10: machine.psi_some_avg10,
         server_counters,
-        thermal_pressure,
+        thermal_pressure: machine.thermal,
         logged_draft_acceptance,
         usage: outcome.usage,
         timings: outcome.timings,
@@ -876,6 +902,20 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         empty_events: outcome.empty_events,
         events: outcome.events,
     }
+}
+
+/// The error of a run during which the machine slept for `sleep`: class `system-sleep`, which
+/// replaces any class the run had (a stream cut by a sleep fails as whatever the sleep did to
+/// it), that class kept in the message.
+fn system_sleep(sleep: std::time::Duration, earlier: Option<RunError>) -> RunError {
+    let mut message = format!(
+        "the machine slept for about {:.1} s while the run was in flight (the clock that counts sleep ran that far ahead of the one that does not): its timings are not the engine's",
+        sleep.as_secs_f64()
+    );
+    if let Some(earlier) = earlier {
+        message.push_str(&format!("; it had failed as {}: {}", earlier.class, earlier.message));
+    }
+    RunError { class: "system-sleep".to_owned(), message }
 }
 
 /// Token counts in order of trust: the server's usage, its tokenizer, then the estimate.
@@ -942,6 +982,17 @@ mod tests {
         let warmup = RunRecord { warmup: true, ..runs[0].clone() };
         assert_eq!(super::superseded(&[runs[2].clone(), warmup]), [false, false], "a warmup session is a slot of its own");
         assert_eq!(super::superseded(&runs[..2]), [false, false]);
+    }
+
+    #[test]
+    fn a_run_that_slept_fails_as_system_sleep_keeping_what_it_failed_as() {
+        let sleep = std::time::Duration::from_secs(600);
+        let plain = super::system_sleep(sleep, None);
+        assert_eq!(plain.class, "system-sleep");
+        assert!(plain.message.starts_with("the machine slept for about 600.0 s"), "{}", plain.message);
+        let cut = super::system_sleep(sleep, Some(crate::pass::RunError { class: "idle-timeout".into(), message: "no event for 60 s".into() }));
+        assert_eq!(cut.class, "system-sleep");
+        assert!(cut.message.ends_with("; it had failed as idle-timeout: no event for 60 s"), "{}", cut.message);
     }
 
     #[test]

@@ -682,11 +682,19 @@ pub struct MemoryRow {
     pub target: u64,
     pub levels: Vec<String>,
     pub peak: String,
+    /// `¹` where the cell's engine maps its weights and the table holds another engine
+    /// ([`weights_mapped_cells`]): the row does not compare with the others.
+    pub mark: &'static str,
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
 /// Peak server memory per step, where benchpass started the engine and could sample it.
-pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
+pub fn memory(steps: &[CellStep], pass: &Pass) -> Vec<MemoryRow> {
     let levels = Levels::of(steps);
+    let mapped = weights_mapped_cells(pass);
     steps
         .iter()
         .filter_map(|s| {
@@ -696,10 +704,67 @@ pub fn memory(steps: &[CellStep]) -> Vec<MemoryRow> {
                 workload: s.workload.as_str().to_owned(),
                 target: s.target_prompt_tokens,
                 levels: levels.values(s),
-                peak: format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64),
+                peak: mib(bytes),
+                mark: if mapped.contains(&s.cell.as_str()) { "¹" } else { "" },
             })
         })
         .collect()
+}
+
+/// The cells whose memory does not compare with the rest of the table: their engine maps its
+/// weights (`weights_mapped`, recorded at the cell's end) while the pass holds another engine
+/// that is not known to map them. Engines that all map their weights measure alike, and a pass
+/// of one engine compares nothing across engines: neither marks anything.
+pub fn weights_mapped_cells(pass: &Pass) -> Vec<&str> {
+    let cells = &pass.info.cells;
+    let mapped = |c: &benchpass_format::CellInfo| c.engine.weights_mapped == Some(true);
+    cells
+        .iter()
+        .filter(|c| mapped(c) && cells.iter().any(|other| other.engine.name != c.engine.name && !mapped(other)))
+        .map(|c| c.id.as_str())
+        .collect()
+}
+
+/// The sentence under the memory table for the `¹` mark, where some row has it.
+pub fn weights_mapped_note(pass: &Pass) -> Option<String> {
+    (!weights_mapped_cells(pass).is_empty())
+        .then(|| format!("{} ({}).", analysis::reasons::ReasonCode::WeightsMapped.sentence(), analysis::reasons::ReasonCode::WeightsMapped.as_str()))
+}
+
+#[derive(Debug, Serialize)]
+pub struct MemoryCell {
+    pub cell: String,
+    /// The kernel's lifetime peak of the measure, or `—`.
+    pub lifetime_peak: String,
+    /// `mapped from their files`, `held in the engine's memory`, or `not known`.
+    pub weights: &'static str,
+}
+
+/// Per cell, what its engine's memory said of the whole cell: the lifetime peak in the pass's
+/// measure and whether it maps its weights. Only cells with either recorded.
+pub fn memory_cells(pass: &Pass) -> Vec<MemoryCell> {
+    pass.info
+        .cells
+        .iter()
+        .filter(|c| c.engine.memory_lifetime_peak_bytes.is_some() || c.engine.weights_mapped.is_some())
+        .map(|c| MemoryCell {
+            cell: format!("{} · {}", c.engine.name, c.family()),
+            lifetime_peak: c.engine.memory_lifetime_peak_bytes.map_or_else(|| "—".to_owned(), mib),
+            weights: match c.engine.weights_mapped {
+                Some(true) => "mapped from their files",
+                Some(false) => "held in the engine's memory",
+                None => "not known",
+            },
+        })
+        .collect()
+}
+
+/// What the lifetime peak is, as the caption names it.
+pub fn memory_lifetime_measure(pass: &Pass) -> &'static str {
+    match pass.info.cells.iter().find_map(|c| c.engine.memory_measure) {
+        Some(benchpass_format::machine::MemoryMeasure::PhysFootprint) => "the kernel's lifetime peak of the physical footprint (ri_lifetime_max_phys_footprint)",
+        _ => "the peak resident size of each process over its life (VmHWM), summed over the tree",
+    }
 }
 
 /// What the memory figures measure, as the caption names it: the cells' recorded measure

@@ -12,4 +12,5 @@ mod prefix_cached;
 mod recompute;
 mod serving;
 mod soak;
+mod swapped;
 mod thermal_level;

@@ -72,4 +72,11 @@ fn no_process_is_started_while_runs_are_in_flight() {
     assert!(!stderr.contains("was started while a run was in flight"), "{stderr}");
     // Linux has no thermal pressure level: nothing is sampled and no run records one.
     assert!(pass.runs.iter().all(|r| r.thermal_pressure.is_none()));
+    // The machine sampler's memory state reaches every run, read on its thread (so the count
+    // of children above covers it): swap in use from /proc/meminfo (0 without swap) at both
+    // ends. An awake machine fails no run as `system-sleep`, and Linux holds no assertion.
+    assert!(pass.runs.iter().all(|r| r.swap_used_before_bytes.is_some() && r.swap_used_after_bytes.is_some()), "{stderr}");
+    assert!(pass.runs.iter().all(|r| r.error.as_ref().is_none_or(|e| e.class != "system-sleep")));
+    let awake = pass.info.keep_awake.as_ref().expect("pass.json records keep_awake");
+    assert_eq!((awake.held, awake.how), (false, harness::pass::machine::KeepAwakeHow::None));
 }

@@ -614,6 +614,9 @@ impl Shared<'_> {
             url: Some(base.clone()),
             memory_of: listener.as_ref().map(crate::memory::Listener::describe),
             memory_measure: (started || listener.is_some()).then_some(crate::platform::MEMORY_MEASURE).flatten(),
+            // Read at the cell's end (runner::record_cell_memory).
+            memory_lifetime_peak_bytes: None,
+            weights_mapped: None,
         };
         let build = match &cell.weights {
             Some(weights) => Some(runner::hash_build(weights, self.options.hash_cache.as_deref(), self.options.progress)?),
@@ -742,8 +745,10 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
     let shared = Shared { pass, http: runner::http_client(most_streams)?, api_key, options: &options };
     let steps: Vec<Step> = pass.steps.iter().map(|(_, s)| *s).collect();
     let visits = schedule(pass);
-    // One thermal sampler for the whole pass, beside the runs: no run reads the level itself.
-    let thermal = crate::thermal::ThermalSampler::start();
+    // One sampler of the machine's state for the whole pass, beside the runs: no run reads the
+    // OS itself. And the machine kept awake until the pass ends (platform::awake).
+    let machine = crate::sampler::MachineSampler::start();
+    let awake = crate::platform::awake::keep_awake();
     anyhow::ensure!(
         !pass.form.ready_before_the_pass() || (visits.len() == 1 && pass.cells.iter().all(|c| c.start.is_none()) && options.resume.is_none()),
         "a pass made ready before it begins has one cell, started by no one, and is not resumed"
@@ -823,6 +828,8 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             (dir, info, writer)
         }
     };
+    info.keep_awake = Some(awake.record.clone());
+    writer.update_info(&info)?;
     // What a KV-cache clear must never reach, besides the home and working folders ("whole":
     // the pass folder, everything above it, so the folder holding the passes, and inside it;
     // the plan's weights and engine executables).
@@ -943,7 +950,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             cell_id,
             concurrency: pass.concurrency,
             memory: sampler.as_deref(),
-            thermal: thermal.as_deref(),
+            machine: Some(&*machine),
             metrics_url: preset.and_then(|p| p.metrics_path).map(|path| format!("{base}{path}")),
             draft_log: preset.and_then(|p| draft_log(p, engine.is_some().then_some(log.as_path()), ready.listener.is_some())),
             live: Some(progress.live()),
@@ -994,6 +1001,9 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
                 }
                 break 'visits;
             }
+        }
+        if runner::record_cell_memory(&mut info, cell_id, sampler.as_deref()) {
+            writer.update_info(&info)?;
         }
         drop(sampler);
         if let Some(mut e) = engine {

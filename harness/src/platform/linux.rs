@@ -8,8 +8,28 @@ use super::{MemoryMeasure, TreeMemory};
 pub const MEMORY_MEASURE: Option<MemoryMeasure> = Some(MemoryMeasure::Rss);
 
 pub fn tree_memory(pid: u32) -> Option<TreeMemory> {
-    let bytes = tree_rss(pid)?;
-    Some(TreeMemory { bytes, measure: MemoryMeasure::Rss, resident_bytes: None, lifetime_peak_bytes: None })
+    let sum = tree_status(pid)?;
+    Some(TreeMemory {
+        bytes: sum.rss,
+        measure: MemoryMeasure::Rss,
+        resident_bytes: None,
+        // Each live process's own peak, summed: at least the peak of those processes together
+        // (they need not have peaked at once), exact for a tree of one process; a child that
+        // has exited is not in it.
+        lifetime_peak_bytes: sum.hwm,
+        file_backed_bytes: sum.rss_file,
+    })
+}
+
+/// The machine's swap in use (`/proc/meminfo`: SwapTotal − SwapFree).
+pub fn swap_used_bytes() -> Option<u64> {
+    super::readings::parse_meminfo_swap_used(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+/// `some avg10` of `/proc/pressure/memory`; `None` where the kernel has no PSI (before 4.20,
+/// or booted with `psi=0`).
+pub fn memory_psi_some_avg10() -> Option<f64> {
+    super::readings::parse_psi_some_avg10(&std::fs::read_to_string("/proc/pressure/memory").ok()?)
 }
 
 /// Field 22 of `/proc/PID/stat`: clock ticks from boot to the process's start.
@@ -47,29 +67,47 @@ pub fn process_cpu_seconds() -> Option<f64> {
 }
 
 /// Sum of VmRSS over `pid` and all its descendants, in bytes.
-pub fn tree_rss(pid: u32) -> Option<u64> {
+#[cfg(test)]
+fn tree_rss(pid: u32) -> Option<u64> {
+    tree_status(pid).map(|s| s.rss)
+}
+
+/// VmRSS, VmHWM and RssFile summed over `pid` and all its descendants.
+fn tree_status(pid: u32) -> Option<TreeStatus> {
     if std::path::Path::new(&format!("/proc/{pid}/task/{pid}/children")).exists() {
         sum_over_tree(pid, |p| children_of(p).unwrap_or_default())
     } else {
         // A kernel without `/proc/PID/task/TID/children`: the slow way, every process.
-        tree_rss_by_scanning(pid)
+        tree_status_by_scanning(pid)
     }
 }
 
-/// VmRSS summed over `pid` and every descendant that `children` reaches (at most 10,000).
-fn sum_over_tree(pid: u32, mut children: impl FnMut(u32) -> Vec<u32>) -> Option<u64> {
-    let mut total = 0;
+/// The tree's sums; a figure some process of it lacks is `None` for the whole tree.
+#[derive(Debug, Clone, Copy)]
+struct TreeStatus {
+    rss: u64,
+    hwm: Option<u64>,
+    rss_file: Option<u64>,
+}
+
+/// [`TreeStatus`] summed over `pid` and every descendant that `children` reaches (at most 10,000).
+fn sum_over_tree(pid: u32, mut children: impl FnMut(u32) -> Vec<u32>) -> Option<TreeStatus> {
+    let mut total = TreeStatus { rss: 0, hwm: Some(0), rss_file: Some(0) };
     let mut stack = vec![pid];
     let mut seen = 0;
     while let Some(p) = stack.pop() {
         seen += 1;
-        total += rss(p).unwrap_or(0);
+        if let Some(m) = status_memory(p) {
+            total.rss += m.rss;
+            total.hwm = total.hwm.zip(m.hwm).map(|(a, b)| a + b);
+            total.rss_file = total.rss_file.zip(m.rss_file).map(|(a, b)| a + b);
+        }
         stack.extend(children(p));
         if seen > 10_000 {
             break;
         }
     }
-    (total > 0).then_some(total)
+    (total.rss > 0).then_some(total)
 }
 
 /// The children of `pid`, from each of its threads' `children` file: a few small reads, where
@@ -83,8 +121,8 @@ fn children_of(pid: u32) -> Option<Vec<u32>> {
     Some(children)
 }
 
-/// [`tree_rss`] by reading the parent of every process in `/proc`.
-fn tree_rss_by_scanning(pid: u32) -> Option<u64> {
+/// [`tree_status`] by reading the parent of every process in `/proc`.
+fn tree_status_by_scanning(pid: u32) -> Option<TreeStatus> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
@@ -98,10 +136,13 @@ fn tree_rss_by_scanning(pid: u32) -> Option<u64> {
     sum_over_tree(pid, |p| children.remove(&p).unwrap_or_default())
 }
 
+fn status_memory(pid: u32) -> Option<super::readings::StatusMemory> {
+    super::readings::parse_status_memory(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+}
+
+#[cfg(test)]
 fn rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024)
+    status_memory(pid).map(|m| m.rss)
 }
 
 /// Socket inodes in LISTEN state (`0A`) on `port`, from a `/proc/net/tcp` or `tcp6` table.
@@ -149,12 +190,45 @@ mod tests {
         let (mut child, _) = python("import time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)");
         let own = rss(std::process::id()).unwrap();
         let by_children = tree_rss(std::process::id()).unwrap();
-        let by_scanning = tree_rss_by_scanning(std::process::id()).unwrap();
+        let by_scanning = tree_status_by_scanning(std::process::id()).unwrap().rss;
         child.kill().unwrap();
         child.wait().unwrap();
         for tree in [by_children, by_scanning] {
             assert!(tree >= own + (64 << 20), "{tree} bytes in the tree, {own} of them this process's");
         }
+    }
+
+    #[test]
+    fn a_child_that_maps_a_file_and_reads_it_shows_it_as_file_backed_resident_memory() {
+        // A 64 MiB file, mapped read-only by a child that touches every 4 KiB page of it (as
+        // llama.cpp maps its GGUF): its pages are resident and file-backed (`RssFile`), while
+        // a child holding 64 MiB of its own memory (`bytearray`) adds none of them.
+        const SIZE: u64 = 64 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("weights.bin");
+        std::fs::write(&path, vec![7u8; SIZE as usize]).unwrap();
+        let script = format!(
+            "import mmap, time\nf = open({path:?}, 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\ns = sum(m[i] for i in range(0, len(m), 4096))\nprint('ready', s, flush=True)\ntime.sleep(30)",
+            path = path.to_str().unwrap()
+        );
+        let (mut mapper, line) = python(&script);
+        let mapped = tree_memory(mapper.id());
+        mapper.kill().unwrap();
+        mapper.wait().unwrap();
+        // Every page read gave 7: 16,384 pages.
+        assert_eq!(line.trim(), format!("ready {}", 7 * SIZE / 4096));
+        let mapped = mapped.expect("the child's memory");
+        let file_backed = mapped.file_backed_bytes.expect("RssFile is there since Linux 4.5");
+        assert!(file_backed >= SIZE, "{file_backed} bytes file-backed, {SIZE} of them the mapped file");
+        assert!(mapped.bytes >= file_backed, "RssFile is part of VmRSS");
+
+        let (mut holder, _) = python("import time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)");
+        let held = tree_memory(holder.id());
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        let held = held.expect("the child's memory");
+        assert!(held.bytes >= SIZE, "{} bytes resident", held.bytes);
+        assert!(held.file_backed_bytes.unwrap() < SIZE / 2, "{:?} bytes file-backed: the interpreter's own files, not the 64 MiB", held.file_backed_bytes);
     }
 
     #[test]

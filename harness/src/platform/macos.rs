@@ -13,7 +13,7 @@ use super::{MemoryMeasure, TreeMemory};
 pub const MEMORY_MEASURE: Option<MemoryMeasure> = Some(MemoryMeasure::PhysFootprint);
 
 pub fn tree_memory(pid: u32) -> Option<TreeMemory> {
-    let mut total = TreeMemory { bytes: 0, measure: MemoryMeasure::PhysFootprint, resident_bytes: Some(0), lifetime_peak_bytes: Some(0) };
+    let mut total = TreeMemory { bytes: 0, measure: MemoryMeasure::PhysFootprint, resident_bytes: Some(0), lifetime_peak_bytes: Some(0), file_backed_bytes: None };
     let mut stack = vec![pid];
     let mut seen = 0;
     let mut any = false;
@@ -31,6 +31,30 @@ pub fn tree_memory(pid: u32) -> Option<TreeMemory> {
         }
     }
     any.then_some(total)
+}
+
+/// The machine's swap in use: `vm.swapusage`'s `xsu_used`, read with `sysctlbyname` (no
+/// process started).
+pub fn swap_used_bytes() -> Option<u64> {
+    use sysctl::Sysctl as _;
+    match sysctl::Ctl::new("vm.swapusage").ok()?.value().ok()? {
+        sysctl::CtlValue::Struct(bytes) => super::readings::parse_xsw_usage_used(&bytes),
+        _ => None,
+    }
+}
+
+/// `kern.memorystatus_vm_pressure_level`, read with `sysctlbyname` (no process started;
+/// readable without privileges on macOS).
+pub fn memory_pressure() -> Option<super::MemoryPressure> {
+    use sysctl::Sysctl as _;
+    let level = match sysctl::Ctl::new("kern.memorystatus_vm_pressure_level").ok()?.value().ok()? {
+        sysctl::CtlValue::Int(n) => i64::from(n),
+        sysctl::CtlValue::Uint(n) => i64::from(n),
+        sysctl::CtlValue::S32(n) => i64::from(n),
+        sysctl::CtlValue::U32(n) => i64::from(n),
+        _ => return None,
+    };
+    super::MemoryPressure::from_sysctl(level)
 }
 
 pub fn start_time(pid: u32) -> Option<u64> {

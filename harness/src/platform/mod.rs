@@ -38,6 +38,8 @@ use other as os;
 mod unix;
 
 pub mod lsof;
+pub mod readings;
+pub mod awake;
 
 /// The user's home folder: `HOME`, else (Windows, where HOME is usually unset) `USERPROFILE`.
 pub fn home_dir() -> Option<std::path::PathBuf> {
@@ -45,7 +47,7 @@ pub fn home_dir() -> Option<std::path::PathBuf> {
 }
 
 /// Which memory figure a sample is: recorded in passes, so the pass format's type.
-pub use benchpass_format::machine::MemoryMeasure;
+pub use benchpass_format::machine::{MemoryMeasure, MemoryPressure};
 
 /// The memory of a process and its descendants at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,8 +58,33 @@ pub struct TreeMemory {
     /// Resident size summed over the tree, where the measure is another one (macOS).
     pub resident_bytes: Option<u64>,
     /// The kernel's lifetime peak of the measure, summed over the tree (macOS:
-    /// `ri_lifetime_max_phys_footprint`).
+    /// `ri_lifetime_max_phys_footprint`; Linux: `VmHWM`, each process's peak resident size).
     pub lifetime_peak_bytes: Option<u64>,
+    /// The file-backed part of the resident size, summed over the tree (Linux `RssFile`):
+    /// mapped files, weights mapped with mmap among them.
+    pub file_backed_bytes: Option<u64>,
+}
+
+/// The machine's memory state at one instant, as the pass's sampler reads it about once a
+/// second: nothing here starts a process (sysctls on macOS, `/proc` on Linux).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MemoryState {
+    /// Swap in use, in bytes.
+    pub swap_used_bytes: Option<u64>,
+    /// macOS's memory pressure level.
+    pub pressure: Option<MemoryPressure>,
+    /// Linux PSI `some avg10` of memory, in percent.
+    pub psi_some_avg10: Option<f64>,
+}
+
+/// [`MemoryState`] now; every field `None` where the OS does not tell it.
+pub fn memory_state() -> MemoryState {
+    #[cfg(target_os = "linux")]
+    return MemoryState { swap_used_bytes: linux::swap_used_bytes(), pressure: None, psi_some_avg10: linux::memory_psi_some_avg10() };
+    #[cfg(target_os = "macos")]
+    return MemoryState { swap_used_bytes: macos::swap_used_bytes(), pressure: macos::memory_pressure(), psi_some_avg10: None };
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    return MemoryState::default();
 }
 
 /// The measure [`tree_memory`] gives on this OS.

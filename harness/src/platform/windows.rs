@@ -33,7 +33,7 @@ pub fn tree_memory(pid: u32) -> Option<TreeMemory> {
         i += 1;
     }
     let bytes = tree.iter().filter_map(|p| system.process(*p)).map(sysinfo::Process::memory).sum();
-    Some(TreeMemory { bytes, measure: MemoryMeasure::WorkingSet, resident_bytes: None, lifetime_peak_bytes: None })
+    Some(TreeMemory { bytes, measure: MemoryMeasure::WorkingSet, resident_bytes: None, lifetime_peak_bytes: None, file_backed_bytes: None })
 }
 
 /// Seconds since the Unix epoch at which the process started: two processes that held one pid

@@ -344,7 +344,7 @@ pub fn parse_thermal_pressure(text: &str) -> Option<ThermalPressure> {
 
 /// The thermal pressure level now (one `notifyutil` call, a few milliseconds). It starts a
 /// process: it is called by the pass's thermal sampler on its own thread, never from a run
-/// (`crate::thermal`).
+/// (`crate::sampler`).
 #[cfg(target_os = "macos")]
 pub fn thermal_pressure_now() -> Option<ThermalPressure> {
     let out = crate::platform::command("/usr/bin/notifyutil").args(["-g", "com.apple.system.thermalpressurelevel"]).output().ok()?;

@@ -10,6 +10,7 @@ mod headline;
 mod hostile_csv;
 mod hostile_numbers;
 mod marks;
+mod memory;
 mod plain_markdown;
 mod post;
 mod quality_column;

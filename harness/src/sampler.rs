@@ -1,0 +1,313 @@
+//! The machine's state, sampled about once a second on a thread of its own for the whole
+//! pass, so that each run can record what was in force over its interval, as it records its
+//! memory peak ([`crate::memory`]), and no run reads the OS itself: thermal pressure (the
+//! highest level), memory pressure (the highest) and swap in use (when the run began and when
+//! it ended, so that a run that swapped is marked).
+//!
+//! macOS tells the thermal level (`notifyutil`, which starts a process: on the sampler's thread
+//! that is outside every run's timed path, see [`crate::platform::spawn`]), swap and memory
+//! pressure through sysctls (no process). Linux has no thermal pressure level (its thermal
+//! zones are temperatures, recorded once per pass in the machine facts); it tells swap in
+//! `/proc/meminfo` and memory pressure as PSI (`/proc/pressure/memory`).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::platform::{MemoryPressure, MemoryState};
+use crate::provenance::mac::ThermalPressure;
+
+/// How often the machine is read: its state changes over seconds, and each thermal read on
+/// macOS is a process.
+pub const INTERVAL: Duration = Duration::from_secs(1);
+/// Changes kept: state that changes every second still keeps the last 2¾ hours.
+const KEEP: usize = 10_000;
+
+/// What one read gives; each field `None` where its read failed or the OS does not tell it
+/// (it is then unknown from that moment until a read gives it).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Reading {
+    pub thermal: Option<ThermalPressure>,
+    pub memory: MemoryState,
+}
+
+impl Reading {
+    pub fn thermal(level: Option<ThermalPressure>) -> Reading {
+        Reading { thermal: level, ..Reading::default() }
+    }
+}
+
+/// What a run records of the machine's state over its interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OverRun {
+    /// The highest thermal pressure in force.
+    pub thermal: Option<ThermalPressure>,
+    /// The highest memory pressure in force (macOS).
+    pub memory_pressure: Option<MemoryPressure>,
+    /// The highest PSI `some avg10` in force (Linux).
+    pub psi_some_avg10: Option<f64>,
+    /// Swap in use as read last before the run began, and last before it ended.
+    pub swap_used_before: Option<u64>,
+    pub swap_used_after: Option<u64>,
+}
+
+/// The readings where they changed, oldest first, each with when it was taken: the state in
+/// force at any moment is the last change at or before it.
+#[derive(Default)]
+struct Changes(VecDeque<(Instant, Reading)>);
+
+impl Changes {
+    fn record(&mut self, at: Instant, reading: Reading) {
+        if self.0.back().is_some_and(|(_, last)| *last == reading) {
+            return;
+        }
+        self.0.push_back((at, reading));
+        while self.0.len() > KEEP {
+            self.0.pop_front();
+        }
+    }
+
+    /// The reading in force at `at`: the last one taken at or before it.
+    fn in_force(&self, at: Instant) -> Option<&Reading> {
+        self.0.iter().rev().find(|(t, _)| *t <= at).map(|(_, r)| r)
+    }
+
+    /// The readings in force at some moment between `from` and `to`: the one in force at
+    /// `from` and every one taken after it up to `to`.
+    fn over(&self, from: Instant, to: Instant) -> impl Iterator<Item = &Reading> {
+        self.in_force(from).into_iter().chain(self.0.iter().filter(move |(t, _)| *t > from && *t <= to).map(|(_, r)| r))
+    }
+
+    /// The highest thermal level in force between `from` and `to`. `None` when no level was
+    /// known over the interval.
+    fn max_over(&self, from: Instant, to: Instant) -> Option<ThermalPressure> {
+        self.over(from, to).filter_map(|r| r.thermal).max()
+    }
+
+    /// What a run between `from` and `to` records ([`OverRun`]).
+    fn over_run(&self, from: Instant, to: Instant) -> OverRun {
+        OverRun {
+            thermal: self.max_over(from, to),
+            memory_pressure: self.over(from, to).filter_map(|r| r.memory.pressure).max(),
+            psi_some_avg10: self.over(from, to).filter_map(|r| r.memory.psi_some_avg10).reduce(f64::max),
+            swap_used_before: self.in_force(from).and_then(|r| r.memory.swap_used_bytes),
+            swap_used_after: self.in_force(to).and_then(|r| r.memory.swap_used_bytes),
+        }
+    }
+}
+
+pub struct MachineSampler {
+    changes: Mutex<Changes>,
+    stop: AtomicBool,
+}
+
+/// The running sampler; dropping it stops the sampling.
+pub struct Sampling(Arc<MachineSampler>);
+
+impl std::ops::Deref for Sampling {
+    type Target = MachineSampler;
+    fn deref(&self) -> &MachineSampler {
+        &self.0
+    }
+}
+
+impl Drop for Sampling {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl MachineSampler {
+    /// Samples this machine's state every [`INTERVAL`] until the handle is dropped: thermal
+    /// pressure where the OS has a level (macOS), memory state on every OS that tells it.
+    pub fn start() -> Sampling {
+        #[cfg(target_os = "macos")]
+        let thermal = crate::provenance::mac::thermal_pressure_now;
+        #[cfg(not(target_os = "macos"))]
+        let thermal = || None;
+        Self::start_with(move || Reading { thermal: thermal(), memory: crate::platform::memory_state() }, INTERVAL)
+    }
+
+    /// Samples `read` every `every`, on a thread of its own (a read may block, or start a
+    /// process, and the runtime's threads carry the streams being timed). The first reading is
+    /// taken before this returns, so that a run that begins at once has the level then in force.
+    pub fn start_with(mut read: impl FnMut() -> Reading + Send + 'static, every: Duration) -> Sampling {
+        let mut changes = Changes::default();
+        changes.record(Instant::now(), read());
+        let sampler = Arc::new(MachineSampler { changes: Mutex::new(changes), stop: AtomicBool::new(false) });
+        let writer = Arc::clone(&sampler);
+        let spawned = std::thread::Builder::new().name("machine-sampler".into()).spawn(move || {
+            crate::platform::spawn::outside_the_timed_path();
+            loop {
+                std::thread::sleep(every);
+                if writer.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let reading = read();
+                writer.changes.lock().unwrap_or_else(|e| e.into_inner()).record(Instant::now(), reading);
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("warning: cannot start the machine sampler ({e}): runs record the state read when the pass began");
+        }
+        Sampling(sampler)
+    }
+
+    /// The highest thermal level in force between `from` and `to` (see [`Changes::max_over`]).
+    pub fn max_over(&self, from: Instant, to: Instant) -> Option<ThermalPressure> {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner()).max_over(from, to)
+    }
+
+    /// What a run between `from` and `to` records of the machine ([`OverRun`]).
+    pub fn over_run(&self, from: Instant, to: Instant) -> OverRun {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner()).over_run(from, to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ThermalPressure::*;
+
+    fn secs(t0: Instant, s: f64) -> Instant {
+        t0 + Duration::from_secs_f64(s)
+    }
+
+    /// Readings at 0, 1, 2, … s: nominal, nominal, heavy, moderate, (failed), nominal.
+    fn changes(t0: Instant) -> Changes {
+        let mut c = Changes::default();
+        for (i, r) in [Some(Nominal), Some(Nominal), Some(Heavy), Some(Moderate), None, Some(Nominal)].into_iter().enumerate() {
+            c.record(secs(t0, i as f64), Reading::thermal(r));
+        }
+        c
+    }
+
+    #[test]
+    fn only_changes_are_kept() {
+        let t0 = Instant::now();
+        let kept: Vec<(f64, Option<ThermalPressure>)> = changes(t0).0.iter().map(|(t, r)| (t.duration_since(t0).as_secs_f64(), r.thermal)).collect();
+        assert_eq!(kept, [(0.0, Some(Nominal)), (2.0, Some(Heavy)), (3.0, Some(Moderate)), (4.0, None), (5.0, Some(Nominal))]);
+    }
+
+    #[test]
+    fn a_run_gets_the_highest_level_in_force_over_its_interval() {
+        let t0 = Instant::now();
+        let c = changes(t0);
+        // Worked by hand from the readings above.
+        // 0.2–0.8 s: no reading inside; nominal (read at 0) was in force.
+        assert_eq!(c.max_over(secs(t0, 0.2), secs(t0, 0.8)), Some(Nominal));
+        // 1.5–3.5 s: heavy read at 2 and gone by the end (moderate at 3): the peak is kept,
+        // where the level before and after the run (nominal, moderate) would miss it.
+        assert_eq!(c.max_over(secs(t0, 1.5), secs(t0, 3.5)), Some(Heavy));
+        // 2.5–2.6 s: shorter than the interval: heavy, read at 2, was in force.
+        assert_eq!(c.max_over(secs(t0, 2.5), secs(t0, 2.6)), Some(Heavy));
+        // 3.0–4.5 s: moderate read exactly at the start, then the reads failed.
+        assert_eq!(c.max_over(secs(t0, 3.0), secs(t0, 4.5)), Some(Moderate));
+        // 4.2–4.9 s: the last read before failed and none came after: unknown.
+        assert_eq!(c.max_over(secs(t0, 4.2), secs(t0, 4.9)), None);
+        // 4.2–5.0 s: the read at 5 is the run's end, inside.
+        assert_eq!(c.max_over(secs(t0, 4.2), secs(t0, 5.0)), Some(Nominal));
+        // Before the first reading: nothing was known.
+        assert_eq!(Changes::default().max_over(t0, secs(t0, 1.0)), None);
+    }
+
+    #[test]
+    fn a_flapping_level_keeps_the_last_changes() {
+        let t0 = Instant::now();
+        let mut c = Changes::default();
+        for i in 0..KEEP + 3 {
+            c.record(secs(t0, i as f64), Reading::thermal(Some(if i % 2 == 0 { Nominal } else { Heavy })));
+        }
+        assert_eq!(c.0.len(), KEEP);
+        assert_eq!(c.0.front().unwrap().0, secs(t0, 3.0), "the three oldest went");
+    }
+
+    #[test]
+    fn the_sampler_reads_first_at_start_then_on_its_schedule_until_dropped() {
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&reads);
+        // The level rises with each read: nominal at start, moderate, heavy, … sleeping.
+        let source = move || Reading::thermal(ThermalPressure::from_level(counted.fetch_add(1, Ordering::SeqCst).min(4) as u64));
+        let started = Instant::now();
+        let sampling = MachineSampler::start_with(source, Duration::from_millis(50));
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "one read before start returns");
+        assert_eq!(sampling.max_over(started, Instant::now()), Some(Nominal), "in force at once");
+        std::thread::sleep(Duration::from_millis(130));
+        // Reads at 0, ~50 and ~100 ms (scheduling may delay the later ones, never add reads).
+        let seen = sampling.max_over(started, Instant::now());
+        assert!(matches!(seen, Some(Moderate | Heavy)), "{seen:?}");
+        let n = reads.load(Ordering::SeqCst);
+        assert!((2..=3).contains(&n), "{n} reads in 130 ms at one per 50 ms");
+        drop(sampling);
+        std::thread::sleep(Duration::from_millis(150));
+        let after = reads.load(Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(reads.load(Ordering::SeqCst), after, "no reads once dropped");
+    }
+
+    /// Swap in use and memory pressure read at 0, 1, 2, … s, worked by hand below.
+    fn memory_changes(t0: Instant) -> Changes {
+        let mib = |n: u64| n << 20;
+        let state = |swap: u64, pressure: MemoryPressure, psi: f64| Reading {
+            thermal: None,
+            memory: MemoryState { swap_used_bytes: Some(mib(swap)), pressure: Some(pressure), psi_some_avg10: Some(psi) },
+        };
+        let mut c = Changes::default();
+        let series = [
+            state(100, MemoryPressure::Normal, 0.0),
+            state(100, MemoryPressure::Normal, 0.0),
+            state(100, MemoryPressure::Warning, 2.5),
+            state(900, MemoryPressure::Critical, 31.0),
+            state(1400, MemoryPressure::Warning, 12.0),
+            state(1400, MemoryPressure::Normal, 4.0),
+        ];
+        for (i, r) in series.into_iter().enumerate() {
+            c.record(secs(t0, i as f64), r);
+        }
+        c
+    }
+
+    #[test]
+    fn a_run_gets_swap_before_and_after_and_the_highest_memory_pressure() {
+        let t0 = Instant::now();
+        let c = memory_changes(t0);
+        let mib = |n: u64| Some(n << 20);
+        // 0.5–1.5 s: nothing rose; normal throughout.
+        let calm = c.over_run(secs(t0, 0.5), secs(t0, 1.5));
+        assert_eq!((calm.swap_used_before, calm.swap_used_after), (mib(100), mib(100)));
+        assert_eq!((calm.memory_pressure, calm.psi_some_avg10), (Some(MemoryPressure::Normal), Some(0.0)));
+        // 1.5–4.5 s: swap 100 MiB when it began (read at 1), 1400 MiB when it ended (read at 4);
+        // critical at 3 and gone by the end is kept, as is PSI's 31.0.
+        let swapping = c.over_run(secs(t0, 1.5), secs(t0, 4.5));
+        assert_eq!((swapping.swap_used_before, swapping.swap_used_after), (mib(100), mib(1400)));
+        assert_eq!((swapping.memory_pressure, swapping.psi_some_avg10), (Some(MemoryPressure::Critical), Some(31.0)));
+        assert_eq!(swapping.thermal, None, "no thermal level in this series");
+        // 4.2–5.5 s: warning in force at its start, normal read at 5.
+        let after = c.over_run(secs(t0, 4.2), secs(t0, 5.5));
+        assert_eq!((after.swap_used_before, after.swap_used_after), (mib(1400), mib(1400)));
+        assert_eq!(after.memory_pressure, Some(MemoryPressure::Warning));
+        // Before the first reading nothing was known.
+        assert_eq!(Changes::default().over_run(t0, secs(t0, 1.0)), OverRun::default());
+    }
+
+    #[test]
+    fn the_swapped_mark_follows_the_recorded_swap() {
+        let t0 = Instant::now();
+        let c = memory_changes(t0);
+        let record = |from: f64, to: f64| {
+            let over = c.over_run(secs(t0, from), secs(t0, to));
+            crate::pass::RunRecord {
+                swap_used_before_bytes: over.swap_used_before,
+                swap_used_after_bytes: over.swap_used_after,
+                ..crate::pass::RunRecord::unmeasured("c0", crate::pass::Workload::Sustained, 0, 0, false, 8)
+            }
+        };
+        assert_eq!(record(0.5, 1.5).swapped(), Some(false));
+        assert_eq!(record(1.5, 4.5).swapped(), Some(true), "100 → 1400 MiB");
+        assert_eq!(record(4.2, 5.5).swapped(), Some(false));
+        assert_eq!(crate::pass::RunRecord::unmeasured("c0", crate::pass::Workload::Sustained, 0, 0, false, 8).swapped(), None);
+    }
+}
