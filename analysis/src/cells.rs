@@ -102,6 +102,20 @@ impl MetricKind {
         }
     }
 
+    /// The metric as a reader reads it, with its unit (reports and diffs; CSVs keep
+    /// [`MetricKind::as_str`]).
+    pub fn label(self) -> &'static str {
+        match self {
+            MetricKind::DecodeTps => "decode tok/s",
+            MetricKind::TtftMs => "TTFT ms",
+            MetricKind::PrefillTps => "prefill tok/s",
+            MetricKind::PromptTokens => "prompt tokens",
+            MetricKind::TtftColdMs => "cold TTFT ms",
+            MetricKind::TtftCachedMs => "cached TTFT ms",
+            MetricKind::CacheHitRatio => "cache hit ratio",
+        }
+    }
+
     pub fn unit(self) -> &'static str {
         match self {
             MetricKind::DecodeTps | MetricKind::PrefillTps => "tok/s",

@@ -564,7 +564,13 @@ fn attribution(a: &CellStep, b: &CellStep) -> (Attribution, Option<Reason>) {
     };
     let missing: Vec<&str> = [("engine", engine_hashes), ("weights", build_hashes)].iter().filter(|(_, h)| h.is_none()).map(|(what, _)| *what).collect();
     let unhashed = (!missing.is_empty()).then(|| Reason::new(ReasonCode::Unhashed, format!("no {} hash on a side", missing.join(" or "))));
-    let engine_changed = engine_hashes.map(|changed| changed || a.engine_version != b.engine_version);
+    // Versions that differ say the engine changed, hashed or not; equal versions with a hash
+    // missing say nothing (a rebuild keeps its version).
+    let versions_differ = !a.engine_version.is_empty() && !b.engine_version.is_empty() && a.engine_version != b.engine_version;
+    let engine_changed = match engine_hashes {
+        Some(changed) => Some(changed || versions_differ),
+        None => versions_differ.then_some(true),
+    };
     let attribution = match (engine_changed, build_hashes) {
         (Some(true), Some(true)) => Attribution::EngineBuild,
         (Some(true), Some(false)) => Attribution::Engine,

@@ -110,6 +110,19 @@ pub fn engine_versions(pass: &Pass) -> Vec<String> {
 
 /// A row's engine versions as a reader tells them apart: one where both sides ran the same
 /// (or one side lacks the row), `A → B` where they differ; `version unknown` for an empty one.
+/// The row's attribution in words. An `unknown` whose engine versions differ says what is
+/// known: the engine changed, and the weights could not be compared.
+fn attribution_sentence(r: &analysis::diff::DiffRow) -> String {
+    let versions_differ = matches!((r.a_engine_version.as_deref(), r.b_engine_version.as_deref()), (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() && a != b);
+    match r.attribution {
+        Some(analysis::diff::Attribution::Unknown) if versions_differ => {
+            "the engine changed (its version), and the weights were not hashed on a side, so whether they changed too is unknown: not a control cell".to_owned()
+        }
+        Some(a) => a.sentence().to_owned(),
+        None => String::new(),
+    }
+}
+
 fn versions(r: &analysis::diff::DiffRow) -> String {
     let shown = |v: &str| if v.is_empty() { "version unknown".to_owned() } else { v.to_owned() };
     match (r.a_engine_version.as_deref(), r.b_engine_version.as_deref()) {
@@ -180,13 +193,13 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
                 target: r.target_prompt_tokens,
                 streams: r.concurrency,
                 versions: versions(r),
-                metric: r.metric.as_str().to_owned(),
+                metric: r.metric.label().to_owned(),
                 a: fmt(r.a_median),
                 b: fmt(r.b_median),
                 delta: r.delta_pct.map_or("–".to_owned(), |d| format!("{d:+.1}%")),
                 verdict: if r.withdrawn { format!("{} (Holm)", r.verdict.as_str()) } else { r.verdict.as_str().to_owned() },
                 verdict_class: r.verdict.as_str(),
-                attribution: r.attribution.map(|a| a.sentence().to_owned()).unwrap_or_default(),
+                attribution: attribution_sentence(r),
                 // A diff row's short-stop reason says a side's rate is a burst: starred.
                 marks: notes.marks(&r.reasons, crate::view::ShortStopMark::Star),
             }
@@ -213,7 +226,7 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
         .drift
         .iter()
         .map(|d| DriftView {
-            metric: d.metric.as_str().to_owned(),
+            metric: d.metric.label().to_owned(),
             n_controls: d.n_controls,
             max_abs_delta: format!("{:.1}%", d.max_abs_delta * 100.0),
         })

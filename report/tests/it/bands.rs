@@ -49,8 +49,8 @@ fn a_diff_counts_the_false_calls_chance_would_give_and_holm_says_what_it_withdre
     let holm = report::diff::to_markdown(&d).unwrap();
     assert!(holm.contains("Holm's correction is applied"), "{holm}");
     assert!(holm.contains("0.05; it withdrew 1 call(s)"), "{holm}");
-    assert!(holm.contains("| edge | 1.0 → 1.1 | qwen | text | sustained | 0 | 1 | decode_tps | 102.0 | 112.0 | +9.8% | within-noise (Holm) |"), "{holm}");
-    assert!(holm.contains("| big | 1.0 → 1.1 | qwen | text | sustained | 0 | 1 | decode_tps | 102.0 | 122.0 | +19.6% | faster |"), "{holm}");
+    assert!(holm.contains("| edge | 1.0 → 1.1 | qwen | text | sustained | 0 | 1 | decode tok/s | 102.0 | 112.0 | +9.8% | within-noise (Holm) |"), "{holm}");
+    assert!(holm.contains("| big | 1.0 → 1.1 | qwen | text | sustained | 0 | 1 | decode tok/s | 102.0 | 122.0 | +19.6% | faster |"), "{holm}");
     // The CSV keeps its columns; edge's decode call is withdrawn, big's stays.
     let csv = report::diff::to_csv(&d);
     assert_eq!(csv.lines().next().unwrap(), "engine,model,lane,workload,target_prompt_tokens,metric,a_median,b_median,delta_pct,verdict,attribution,reasons,concurrency,a_engine_version,b_engine_version");

@@ -3,6 +3,7 @@
 //! HTML opened in a real headless Chromium.
 
 mod agent;
+mod attribution;
 mod bands;
 mod browser;
 mod glance;
@@ -109,7 +110,7 @@ fn the_diff_csv_has_exactly_its_columns_and_the_hand_worked_verdicts() {
     assert!(csv.contains("ollama,qwen,text,sustained,0,decode_tps,40.000,45.000,12.500,incomparable,none,short-stop"));
     let md = report::diff::to_markdown(&d).unwrap();
     assert!(md.contains("engine and weights both changed: not an engine-only delta"));
-    assert!(md.contains("decode_tps up to 1.0% over 1 control cell(s)"));
+    assert!(md.contains("decode tok/s up to 1.0% over 1 control cell(s)"));
 }
 
 #[test]
