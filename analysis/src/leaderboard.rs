@@ -49,6 +49,86 @@ pub const COLUMNS: [&str; N_COLUMNS] = [
     "prompt_set",
 ];
 
+/// The columns that say which figure a row is and how it was measured: rows alike in all of
+/// them are ranked against each other ([`rankings`]); the rest (who, which build, the figure
+/// and its flags) are what a ranking lists.
+pub const RANKING_KEY: [&str; 15] = [
+    "metric",
+    "unit",
+    "model",
+    "lane",
+    "workload",
+    "target_prompt_tokens",
+    "machine",
+    "max_tokens",
+    "concurrency",
+    "request_rate",
+    "api",
+    "temperature",
+    "past_eos",
+    "prompt_set",
+    "token_count_source",
+];
+
+/// Whether a row with `flags` may be ranked, as the report's best marks decide
+/// (`report::view::can_be_best`): a decode rate from runs that stopped short may be a burst,
+/// or one the server's own timings disagree with; a rate on estimated or contradicted token
+/// counts is not measured like the others. Latencies are ranked whatever the token counts.
+fn rankable(metric: &str, unit: &str, flags: &str) -> bool {
+    let decode = metric == "decode_tps" || metric.starts_with("decode_tps@");
+    !flags.split(';').any(|flag| match flag {
+        "short-stop" | "reconciliation" => decode,
+        "token-estimate" | "usage-mismatch" => unit == "tok/s",
+        _ => false,
+    })
+}
+
+/// Lower is better in milliseconds (latencies), joules and watts; higher everywhere else.
+fn lower_is_better(unit: &str) -> bool {
+    unit == "ms" || unit.starts_with('J') || unit == "W"
+}
+
+/// One ranking: rows alike in every [`RANKING_KEY`] column, best first, and those of them
+/// that may not be ranked (a flag that keeps it out, or no number).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// (column, value) of the key, in [`RANKING_KEY`] order.
+    pub key: Vec<(&'static str, String)>,
+    pub ranked: Vec<Row>,
+    pub unranked: Vec<Row>,
+}
+
+/// The leaderboard as rankings: per figure and way of measuring (one comparison key), the
+/// rows best first; a group of one row is a ranking of one. The prompt-size rows are left
+/// out: a prompt's token count is a fact of the run, not a figure to rank.
+pub fn rankings(rows: impl IntoIterator<Item = Row>) -> Vec<Ranking> {
+    let column = |name: &str| COLUMNS.iter().position(|c| *c == name).expect("a column");
+    let (median, unit, flags, metric) = (column("median"), column("unit"), column("flags"), column("metric"));
+    let mut out: Vec<Ranking> = Vec::new();
+    for row in rows {
+        if row[metric] == "prompt_tokens" {
+            continue;
+        }
+        let key: Vec<(&'static str, String)> = RANKING_KEY.iter().map(|c| (*c, row[column(c)].clone())).collect();
+        let at = match out.iter().position(|r| r.key == key) {
+            Some(at) => at,
+            None => {
+                out.push(Ranking { key, ranked: Vec::new(), unranked: Vec::new() });
+                out.len() - 1
+            }
+        };
+        let rankable = row[median].parse::<f64>().is_ok_and(f64::is_finite) && rankable(&row[metric], &row[unit], &row[flags]);
+        if rankable { out[at].ranked.push(row) } else { out[at].unranked.push(row) }
+    }
+    for ranking in &mut out {
+        let lower = ranking.ranked.first().is_some_and(|r| lower_is_better(&r[unit]));
+        let value = |r: &Row| r[median].parse::<f64>().unwrap_or(f64::NAN);
+        // Stable: equal figures keep the order of the passes given.
+        ranking.ranked.sort_by(|a, b| if lower { value(a).total_cmp(&value(b)) } else { value(b).total_cmp(&value(a)) });
+    }
+    out
+}
+
 /// One row: a value for each of [`COLUMNS`].
 pub type Row = [String; N_COLUMNS];
 

@@ -349,19 +349,60 @@ pub fn leaderboard(dirs: &[PathBuf], format: Format) -> anyhow::Result<String> {
                 .collect();
             serde_json::to_string_pretty(&objects)? + "\n"
         }
-        Format::Markdown => {
-            let mut text = format!("| {} |\n|{}\n", analysis::leaderboard::COLUMNS.join(" | "), "---|".repeat(analysis::leaderboard::COLUMNS.len()));
-            for row in rows() {
-                let cells: Vec<String> = row.iter().map(|v| markdown_cell(v)).collect();
-                text.push_str(&format!("| {} |\n", cells.join(" | ")));
-            }
-            text
-        }
+        Format::Markdown => leaderboard_markdown(analysis::leaderboard::rankings(rows())),
         Format::Html => anyhow::bail!("a leaderboard is CSV, Markdown or JSON"),
     })
 }
 
 /// A table cell's text with what Markdown would read as markup escaped.
+/// The leaderboard as a reader wants it: a ranking per figure and way of measuring, its key
+/// under its title, best first, then the rows that may not be ranked (`–`, their flags say why).
+fn leaderboard_markdown(rankings: Vec<analysis::leaderboard::Ranking>) -> String {
+    use analysis::leaderboard::COLUMNS;
+    let at = |name: &str| COLUMNS.iter().position(|c| *c == name).expect("a column");
+    let mut text = String::from("# Leaderboard\n\nEach table ranks rows measured alike (the key under its title); rows a flag keeps out of the ranking are listed last with `–`. docs/leaderboard.md defines every column.\n");
+    for ranking in rankings {
+        let key = |name: &str| ranking.key.iter().find(|(c, _)| *c == name).map_or(String::new(), |(_, v)| v.clone());
+        text.push_str(&format!(
+            "\n## {} ({}) · {} · {}\n\n",
+            markdown_cell(&key("metric")),
+            markdown_cell(&key("unit")),
+            markdown_cell(&key("workload")),
+            markdown_cell(&key("model"))
+        ));
+        let rest: Vec<String> = ranking
+            .key
+            .iter()
+            .filter(|(c, _)| !["metric", "unit", "workload", "model"].contains(c))
+            .map(|(c, v)| format!("{c} {}", if v.is_empty() { "–".to_owned() } else { markdown_cell(v) }))
+            .collect();
+        text.push_str(&rest.join(" · "));
+        text.push_str("\n\n| # | engine | version | median | band | n | flags | pass |\n|---:|---|---|---:|---|---:|---|---|\n");
+        // Equal figures share a place (1, 2, 2, 4): the order among them says nothing.
+        let median = |r: &analysis::leaderboard::Row| r[at("median")].clone();
+        let ranked = ranking.ranked.iter().enumerate().map(|(i, r)| {
+            let first = ranking.ranked.iter().position(|other| median(other) == median(r)).unwrap_or(i);
+            ((first + 1).to_string(), r)
+        });
+        for (place, row) in ranked.chain(ranking.unranked.iter().map(|r| ("–".to_owned(), r))) {
+            let band = match (row[at("band_low")].as_str(), row[at("band_high")].as_str()) {
+                ("", "") => String::new(),
+                (low, high) => format!("{low}–{high}"),
+            };
+            text.push_str(&format!(
+                "| {place} | {} | {} | {} | {band} | {} | {} | {} |\n",
+                markdown_cell(&row[at("engine")]),
+                markdown_cell(&row[at("engine_version")]),
+                markdown_cell(&row[at("median")]),
+                markdown_cell(&row[at("n")]),
+                markdown_cell(&row[at("flags")]),
+                markdown_cell(&row[at("pass_id")]),
+            ));
+        }
+    }
+    text
+}
+
 fn markdown_cell(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
