@@ -163,9 +163,11 @@ pub fn ttft_by_turn(cells: &[AgentCell]) -> Option<Chart> {
                 .x_desc("turn")
                 .y_desc("TTFT (ms), solid")
                 .x_labels((last_turn as usize + 1).min(21))
-                .x_label_formatter(&|v| format!("{v:.0}"))
+                // Turns count from 1 where a reader sees them (runs.jsonl's `turn` from 0).
+                .x_label_formatter(&|v| format!("{:.0}", v + 1.0))
+                .y_label_formatter(&crate::charts::tick)
                 .draw()?;
-            chart.configure_secondary_axes().y_desc("prompt tokens, dashed").draw()?;
+            chart.configure_secondary_axes().y_desc("prompt tokens, dashed").y_label_formatter(&crate::charts::tick).draw()?;
             for (i, (name, ttft, prompt)) in series.iter().enumerate() {
                 let color = Palette99::pick(i).to_rgba();
                 chart

@@ -121,7 +121,8 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
             chars += (event.text.chars().count() + event.reasoning.chars().count()) as f64;
             points.push((t, chars));
         }
-        let name = format!("{} · {} {} rep {}", cell.engine.name, run.workload.as_str(), run.target_prompt_tokens, run.rep);
+        // Runs count from 1 where a reader sees them (the pass's `rep` counts from 0).
+        let name = format!("{} · {} {} run {}", cell.engine.name, run.workload.as_str(), run.target_prompt_tokens, run.rep + 1);
         lines.push((name, points));
     }
     if lines.is_empty() {
@@ -137,7 +138,7 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
             .x_label_area_size(40)
             .y_label_area_size(56)
             .build_cartesian_2d(0f64..right, 0f64..top)?;
-        chart.configure_mesh().x_desc("ms since the request was sent").y_desc("characters").draw()?;
+        chart.configure_mesh().x_desc("ms since the request was sent").y_desc("characters").x_label_formatter(&tick).y_label_formatter(&tick).draw()?;
         for (i, (name, points)) in lines.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             chart
@@ -188,7 +189,7 @@ pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
             .x_label_area_size(40)
             .y_label_area_size(56)
             .build_cartesian_2d(0f64..right, 0f64..top)?;
-        chart.configure_mesh().x_desc("aggregate output tok/s").y_desc("median TTFT (ms)").draw()?;
+        chart.configure_mesh().x_desc("aggregate output tok/s").y_desc("median TTFT (ms)").x_label_formatter(&tick).y_label_formatter(&tick).draw()?;
         for (i, (name, points)) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             let line: Vec<(f64, f64)> = points.iter().map(|&(_, x, y)| (x, y)).collect();
@@ -196,8 +197,10 @@ pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
                 .draw_series(LineSeries::new(line, color.stroke_width(2)).point_size(4))?
                 .label(name.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            // Each point says its number of streams.
-            chart.draw_series(points.iter().map(|&(c, x, y)| Text::new(format!("{c}"), (x, y), ("sans-serif", 12).into_font().color(&BLACK))))?;
+            // Each point says its number of streams, above and to the right of its marker.
+            chart.draw_series(points.iter().map(|&(c, x, y)| {
+                EmptyElement::at((x, y)) + Text::new(format!("{c}"), (6, -16), ("sans-serif", 12).into_font().color(&BLACK))
+            }))?;
         }
         chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         Ok(())
@@ -255,6 +258,7 @@ fn categorical<'a, 'b>(
         .configure_mesh()
         .disable_x_mesh()
         .y_desc("decode tok/s")
+        .y_label_formatter(&tick)
         .x_desc(x_desc)
         .x_labels(categories.len())
         .x_label_formatter(&|v| {
@@ -263,6 +267,16 @@ fn categorical<'a, 'b>(
         })
         .draw()?;
     Ok(chart)
+}
+
+/// An axis tick as a reader writes it: `600`, not `600.0`; `0.5` where the step is finer.
+pub(crate) fn tick(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{:.0}", v.round())
+    } else {
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
 }
 
 /// Runs `body` on an SVG canvas; a drawing error leaves the chart out rather than the report.

@@ -279,3 +279,20 @@ fn a_burst_beside_rateless_full_runs_is_still_a_burst_and_never_the_best() {
     let decode = d.rows.iter().find(|r| r.engine == "bursty" && r.metric == analysis::cells::MetricKind::DecodeTps).unwrap();
     assert_eq!(decode.verdict, analysis::diff::Verdict::Incomparable, "{decode:?}");
 }
+
+#[test]
+fn chart_ticks_have_no_needless_decimals_and_runs_count_from_one() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let pass = harness::pass::read_pass(&root.join("data/passes/llama-cpp-mlx-lm-20261130-103145")).unwrap();
+    let r = report::render_pass(&pass, &analysis::cells::summarize(&pass).unwrap()).unwrap();
+    for chart in &r.charts {
+        // A tick is a <text> holding a number alone: none may end in `.0`.
+        for text in chart.svg.split("<text").skip(1) {
+            let content = text.split('>').nth(1).unwrap_or("").split('<').next().unwrap_or("");
+            let number = content.trim().parse::<f64>().is_ok();
+            assert!(!(number && content.trim().ends_with(".0")), "{}: tick `{content}`", chart.file);
+        }
+    }
+    let timeline = r.charts.iter().find(|c| c.file == "token-timeline.svg").expect("the committed pass has a timeline");
+    assert!(timeline.svg.contains(" run 1") && !timeline.svg.contains(" rep 0"), "runs count from 1");
+}
