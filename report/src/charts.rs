@@ -133,7 +133,7 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
     let mut svg = String::new();
     draw(&mut svg, |root| {
         let mut chart = ChartBuilder::on(&root)
-            .caption("Token timeline: characters received over time", ("sans-serif", 18))
+            .caption("Stream timeline: characters received over time", ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(56)
@@ -149,7 +149,7 @@ pub fn token_timeline(pass: &Pass) -> Option<Chart> {
         chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         Ok(())
     })?;
-    Some(Chart { file: "token-timeline.svg".to_owned(), title: "Per-run token timeline (arrival time of each event)".to_owned(), svg })
+    Some(Chart { file: "token-timeline.svg".to_owned(), title: "Per-run stream timeline: the characters received by the arrival time of each event (events carry text, not token counts)".to_owned(), svg })
 }
 
 /// Aggregate output tok/s against median TTFT, one point per concurrency level and one line
