@@ -638,15 +638,30 @@ impl Shared<'_> {
     /// server ([`Shared::probe_assumed`]), then its prefix cache emptied ([`Shared::flush`]),
     /// so that the probe's requests are not left in the cache the runs meet.
     async fn before_runs(&self, cell: &CellPlan, ready: &mut Ready, started: bool, say: &dyn Fn(&str)) {
-        self.probe_assumed(cell, ready, say).await;
+        self.probe_assumed(cell, ready, started, say).await;
         self.flush(cell, ready, started, say).await;
     }
 
     /// Where `cell`'s preset assumes what the stream carries or how to run past EOS, asks the
     /// server (`probe::assumed_behaviour`), keeps the findings for the cell's record and says
     /// each contradiction of the preset as a warning.
-    async fn probe_assumed(&self, cell: &CellPlan, ready: &mut Ready, say: &dyn Fn(&str)) {
+    /// Not where the probe's prompt would stay in a cache the runs measure from cold: agent
+    /// sessions on an engine whose prefix cache benchpass cannot empty after it (its chat
+    /// template's opening would be cached before the first turn); the cell says so instead.
+    async fn probe_assumed(&self, cell: &CellPlan, ready: &mut Ready, started: bool, say: &dyn Fn(&str)) {
         let Some(preset) = cell.preset else { return };
+        let assumes = crate::probe::PROBED_KEYS.iter().any(|k| preset.is_assumed(k));
+        let agent = self.pass.steps.iter().any(|(_, s)| s.workload == Workload::Agent);
+        if assumes && agent && preset.cache_flush_for(started).is_none() {
+            let note = format!(
+                "the {} preset's assumed values were not checked: the probe's prompt would stay in the engine's prefix cache, \
+                 which benchpass cannot empty before the agent sessions that measure it from cold",
+                preset.name
+            );
+            say(&format!("note: {note}"));
+            ready.probed = Some(ProbedBehaviour { notes: vec![note], ..ProbedBehaviour::default() });
+            return;
+        }
         let headers = preset.headers_for(false).into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect();
         let request = RequestConfig { model: ready.model.clone(), extra: ready.extra.clone(), headers, ..self.pass.request.clone() };
         let url = format!("{}{}", ready.base, Api::Chat.path());
