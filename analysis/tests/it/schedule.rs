@@ -170,3 +170,47 @@ fn a_rate_one_stream_cannot_hold_is_marked_and_its_ttft_counts_the_queue() {
     let g = s.goodput.as_ref().unwrap();
     assert_eq!((g.n_met, g.n), (2, 5), "{g:?}");
 }
+
+/// Two passes of the same cell and runs, one under `ttft=400ms,tpot=25ms` and one under
+/// `ttft=400ms,tpot=15ms`: their goodput (3 of 4 against 0 of 4, above) is not compared, and
+/// the rows of the other figures still pair.
+#[test]
+fn a_diff_of_two_passes_under_other_objectives_refuses_their_goodput() {
+    let pass = |id: &str, slo: &str| {
+        let cell = CellInfo::new("c", EngineInfo::named("sim".to_owned()), "m".to_owned());
+        let mut info = PassInfo::synthetic(id, "box", vec![cell]);
+        let step = Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: 11, warmup: 0, runs: 4, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
+        info.request = Some(RequestParams {
+            api: "chat".to_owned(),
+            temperature: 0.0,
+            seed: None,
+            ignore_eos: false,
+            min_tokens: None,
+            extra: None,
+            concurrency: 1,
+            first_token_timeout_s: 600.0,
+            idle_timeout_s: 60.0,
+            steps: vec![step],
+            order: Order::Sequential,
+            model_picked: false,
+            request_rate: Some(10.0),
+            arrival_seed: Some(0),
+            slo: Some(Slo::parse(slo).unwrap()),
+            prompt_sets: Default::default(),
+        });
+        Pass::in_memory(info, four_late_runs())
+    };
+    let (a, b) = (pass("a", "ttft=400ms,tpot=25ms"), pass("b", "ttft=400ms,tpot=15ms"));
+    let (sa, sb) = (summarize(&a).unwrap(), summarize(&b).unwrap());
+    let d = analysis::diff::diff(&a, &sa, &b, &sb);
+    assert_eq!(d.goodput.len(), 1, "{:?}", d.goodput);
+    let g = &d.goodput[0];
+    assert_eq!((g.a.map(|x| x.0), g.b.map(|x| x.0)), (Some(0.75), Some(0.0)));
+    let why = g.comparable.as_ref().unwrap_err();
+    assert!(why.contains("ttft=400ms,tpot=25ms → ttft=400ms,tpot=15ms"), "{why}");
+    assert!(d.rows.iter().any(|r| r.verdict != analysis::diff::Verdict::Gone && r.verdict != analysis::diff::Verdict::New), "the other figures still pair");
+    // The same objectives compare.
+    let c = pass("c", "tpot=0.025s,ttft=400ms");
+    let sc = summarize(&c).unwrap();
+    assert_eq!(analysis::diff::diff(&a, &sa, &c, &sc).goodput[0].comparable, Ok(()));
+}
