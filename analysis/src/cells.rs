@@ -277,7 +277,11 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
                 .filter(|r| !r.warmup && r.cell == step.cell && r.workload == step.workload)
                 .filter(|r| r.target_prompt_tokens == step.target_prompt_tokens && r.concurrency == step.concurrency)
                 .collect();
-            step.serving = Some(crate::serving::figures(step.concurrency, &runs));
+            let serving = crate::serving::figures_under(step.concurrency, &runs, &crate::serving::load_of(&passes[i].info));
+            if let Some(rate) = serving.rate.as_ref().filter(|r| r.short()) {
+                step.reasons.push(crate::reasons::rate_not_held(rate));
+            }
+            step.serving = Some(serving);
         }
         if step.workload == Workload::Agent {
             let cells = agent_cells.entry(i).or_insert_with(|| crate::agent::summarize(&passes[i]));

@@ -174,6 +174,23 @@ pub struct Diff {
     pub family_alpha: Option<f64>,
     /// Calls the correction withdrew (the test alone would have made them).
     pub withdrawn: usize,
+    /// The goodput of each matched pair of steps where either side has one: compared only
+    /// under the same objectives ([`crate::key::goodput_comparable`]).
+    pub goodput: Vec<GoodputDiff>,
+}
+
+/// One matched pair's goodput, A → B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoodputDiff {
+    pub cell: String,
+    pub workload: benchpass_format::Workload,
+    pub concurrency: u32,
+    /// Each side's share of runs that met its objectives and goodput in req/s.
+    pub a: Option<(f64, Option<f64>)>,
+    pub b: Option<(f64, Option<f64>)>,
+    /// `Err` with the reason where the objectives differ: the pair is incomparable for goodput
+    /// (its other rows still pair).
+    pub comparable: Result<(), String>,
 }
 
 /// A correction for testing many rows at once.
@@ -395,7 +412,23 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
         Correction::None => 0,
         Correction::Holm => holm(&mut rows, &tested),
     };
+    let goodput = pairs
+        .iter()
+        .filter_map(|(x, y)| {
+            let of = |s: &CellStep| s.serving.as_ref()?.goodput.as_ref().map(|g| (g.attainment, g.requests_per_s));
+            let (ga, gb) = (of(x), of(y));
+            (ga.is_some() || gb.is_some()).then(|| GoodputDiff {
+                cell: x.cell.clone(),
+                workload: x.workload,
+                concurrency: x.concurrency,
+                a: ga,
+                b: gb,
+                comparable: crate::key::goodput_comparable(x, y),
+            })
+        })
+        .collect();
     Diff {
+        goodput,
         a_pass: a_pass.info.pass_id.clone(),
         b_pass: b_pass.info.pass_id.clone(),
         rows,

@@ -30,6 +30,11 @@ pub struct ComparisonKey {
     /// The SHA-256 of the shipped texts the prompts were drawn from; empty where not known.
     pub prompt_set: String,
     pub machine: String,
+    /// The objectives goodput was counted against ([`benchpass_format::Slo::key`]); empty
+    /// where none. Only goodput figures depend on it: [`ComparisonKey::for_goodput`] keeps it,
+    /// [`ComparisonKey::of`] leaves it empty, so that other figures of passes with other
+    /// objectives still pair.
+    pub slo: String,
 }
 
 impl ComparisonKey {
@@ -47,6 +52,24 @@ impl ComparisonKey {
             past_eos: step.request.past_eos.clone(),
             prompt_set: step.request.prompt_set.clone(),
             machine: step.machine.clone(),
+            slo: String::new(),
         }
+    }
+
+    /// The key of `step`'s goodput figures: [`ComparisonKey::of`] with its objectives.
+    pub fn for_goodput(step: &crate::cells::CellStep) -> ComparisonKey {
+        ComparisonKey { slo: step.request.slo.clone(), ..ComparisonKey::of(step) }
+    }
+}
+
+/// Whether two steps' goodput figures may be compared: their objectives are the same (two
+/// passes with other `--slo` count other runs as good). The one rule the diff follows.
+pub fn goodput_comparable(a: &crate::cells::CellStep, b: &crate::cells::CellStep) -> Result<(), String> {
+    let (ka, kb) = (&a.request.slo, &b.request.slo);
+    if ka == kb {
+        Ok(())
+    } else {
+        let shown = |k: &str| if k.is_empty() { "none".to_owned() } else { k.to_owned() };
+        Err(format!("objectives {} → {}: goodput under other objectives counts other runs as good", shown(ka), shown(kb)))
     }
 }

@@ -153,6 +153,11 @@ pub fn rows(steps: &[CellStep]) -> Vec<Row> {
     let mut rows = Vec::new();
     for step in steps {
         let flags = join_codes(&step.reasons);
+        // `rate-not-held` is a fact of the serving figures (the runs' schedule and ends, which the
+        // runs CSV does not carry): it flags the serving rows, as `tail-is-max` does, so that a
+        // pass and its CSV import publish the same per-run rows.
+        let serving_flags = flags.clone();
+        let flags = join_codes(&step.reasons.iter().filter(|r| r.code != crate::reasons::ReasonCode::RateNotHeld).cloned().collect::<Vec<_>>());
         if let Some(cell) = &step.agent {
             // The session rows as `agent` defines them, flagged like every other row (the
             // step's reasons hold the session reasons and those of its row, engine+build).
@@ -180,7 +185,7 @@ pub fn rows(steps: &[CellStep]) -> Vec<Row> {
         if let Some(serving) = &step.serving {
             for row in crate::serving::rows(serving) {
                 // A percentile that is only the slowest value says so beside the step's flags.
-                let flags = if row.tail_is_max { with_code(&flags, crate::serving::TAIL_IS_MAX) } else { flags.clone() };
+                let flags = if row.tail_is_max { with_code(&serving_flags, crate::serving::TAIL_IS_MAX) } else { serving_flags.clone() };
                 let name = crate::serving::metric_name(&row.metric, serving.concurrency);
                 // A percentile or a ratio of sums has no noise band (docs/leaderboard.md).
                 rows.push(self::row(step, name, row.unit, number(row.value), (String::new(), String::new()), row.n, flags));

@@ -32,6 +32,9 @@ pub enum ReasonCode {
     PrefixCached,
     /// Lines of the pass's runs.jsonl could not be read: the figures are over the others.
     Damaged,
+    /// Under `--request-rate`, the achieved request rate fell short of the offered one by more
+    /// than `serving::RATE_MARGIN`.
+    RateNotHeld,
 }
 
 impl ReasonCode {
@@ -59,6 +62,7 @@ impl ReasonCode {
             ReasonCode::NoCacheInfo => "no-cache-info",
             ReasonCode::PrefixCached => "prefix-cached",
             ReasonCode::Damaged => "damaged",
+            ReasonCode::RateNotHeld => "rate-not-held",
         }
     }
 
@@ -86,6 +90,7 @@ impl ReasonCode {
             ReasonCode::NoCacheInfo => "the engine reported no cached prompt tokens (usage prompt_tokens_details.cached_tokens or timings.cache_n): the cache figures are unknown, not zero",
             ReasonCode::PrefixCached => "the server said it served much of the prompt from its prefix cache in some runs: their TTFT and prefill rate are warm figures, not a cold prompt's",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
+            ReasonCode::RateNotHeld => "the requests were not served at the rate asked for (the achieved rate is more than 5 % below the rate the schedule offered): the client or the server could not keep up, so these are the figures of an overloaded server, not of one holding the rate; read the latencies from the schedule",
             ReasonCode::Damaged => "the pass's runs.jsonl holds lines that could not be read (or a last line cut short): the runs they held, of whichever cell, are missing from these figures",
         }
     }
@@ -117,6 +122,15 @@ impl Reason {
             format!("{} ({})", self.code.sentence(), self.detail)
         }
     }
+}
+
+/// The `rate-not-held` reason of a step whose rate fell short, with its three rates.
+pub fn rate_not_held(rate: &crate::serving::RateHeld) -> Reason {
+    let show = |v: Option<f64>| v.map_or_else(|| "unknown".to_owned(), |v| format!("{v:.2}"));
+    Reason::new(
+        ReasonCode::RateNotHeld,
+        format!("requested {:.2} req/s, offered {}, achieved {}", rate.requested, show(rate.offered), show(rate.achieved)),
+    )
 }
 
 /// Codes joined by `;`, sorted and without repeats: the leaderboard's `flags` column.

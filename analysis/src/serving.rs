@@ -100,6 +100,117 @@ pub struct Serving {
     pub itl_ms: Option<Percentiles>,
     pub tpot_ms: Option<Percentiles>,
     pub e2e_ms: Option<Percentiles>,
+    /// TTFT and E2E counted from when each run was due rather than when it was sent: what a
+    /// user of the server waits, the time queued in benchpass for a free stream included
+    /// (MLPerf LoadGen's and inference-perf's clock). Equal to the figures from the send where
+    /// streams were kept busy; `None` where the runs do not record when they were due.
+    pub ttft_scheduled_ms: Option<Percentiles>,
+    pub e2e_scheduled_ms: Option<Percentiles>,
+    /// Each run's wait between when it was due and when it was sent ([`RunRecord::schedule_delay_ms`]).
+    pub schedule_delay_ms: Option<Percentiles>,
+    /// Under `--request-rate`: the rate asked for, offered and achieved ([`rate_held`]).
+    pub rate: Option<RateHeld>,
+    /// Under `--slo`: the runs that met every objective, and their throughput ([`goodput`]).
+    pub goodput: Option<Goodput>,
+    /// Tokens carried by each token event after a run's first (median, max), pooled over the
+    /// step's runs ([`tokens_per_event`]): above 1, ITL is per event, not per token.
+    pub tokens_per_event: Option<(f64, f64)>,
+}
+
+/// How far the achieved request rate may fall below the offered one before a step is marked
+/// `rate-not-held` (docs/metrics.md, "Achieved request rate"): 5 %.
+pub const RATE_MARGIN: f64 = 0.05;
+
+/// A step's request rate under `--request-rate` (docs/metrics.md, "Achieved request rate").
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateHeld {
+    /// `--request-rate`: the mean of the Poisson arrivals, requests/s.
+    pub requested: f64,
+    /// The seeded schedule's own rate over the step's runs: (n − 1) ÷ (last due − first due).
+    /// A handful of Poisson gaps is rarely the mean's, so the achieved rate is held to this.
+    pub offered: Option<f64>,
+    /// The rate the server delivered: (n − 1) ÷ (last run's end − first run's end), ends on
+    /// the runs' monotonic clock.
+    pub achieved: Option<f64>,
+}
+
+impl RateHeld {
+    /// Whether the achieved rate fell short of the offered one by more than [`RATE_MARGIN`]:
+    /// the client or the server could not keep up, and the step's figures are not those of a
+    /// server holding the rate. `false` where either is unknown.
+    pub fn short(&self) -> bool {
+        matches!((self.offered, self.achieved), (Some(o), Some(a)) if a < o * (1.0 - RATE_MARGIN))
+    }
+}
+
+/// The one rule for a step's request rate: `requested` as asked, the offered and achieved
+/// rates of `runs` (its measured runs; failed ones included in what was offered, left out
+/// of what was achieved). Every caller (figures, reasons, report, JSON) reads it from here.
+pub fn rate_held(requested: f64, runs: &[&RunRecord]) -> RateHeld {
+    let rate = |instants: Vec<u64>| {
+        let n = instants.len();
+        let (first, last) = (instants.iter().min()?, instants.iter().max()?);
+        let span_s = last.saturating_sub(*first) as f64 / 1e9;
+        (n >= 2 && span_s > 0.0).then(|| (n - 1) as f64 / span_s)
+    };
+    let due: Vec<u64> = runs.iter().filter_map(|r| r.scheduled_ns).collect();
+    let ends: Vec<u64> = runs.iter().filter(|r| !r.is_error()).filter_map(|r| Some(r.sent_ns? + r.events.last()?.t_ns)).collect();
+    RateHeld { requested, offered: if due.len() == runs.len() { rate(due) } else { None }, achieved: rate(ends) }
+}
+
+/// What a step was measured under beyond its runs: the arrival rate and the objectives.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Load {
+    pub request_rate: Option<f64>,
+    pub slo: Option<benchpass_format::Slo>,
+}
+
+/// The goodput of a step under its objectives (docs/metrics.md, "Goodput").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goodput {
+    /// The objectives, as [`benchpass_format::Slo::key`] writes them.
+    pub slo: String,
+    /// Measured runs that met every objective; a failed run never does.
+    pub n_met: usize,
+    /// Measured runs, failed ones included.
+    pub n: usize,
+    /// n_met ÷ n.
+    pub attainment: f64,
+    /// n_met ÷ the step's span, and their completion tokens ÷ the span.
+    pub requests_per_s: Option<f64>,
+    pub output_tps: Option<f64>,
+}
+
+/// Whether `run` met every objective of `slo`: TTFT and E2E from when it was due (from the
+/// send where that is not recorded), TPOT, and its slowest ITL. A failed run, or one without
+/// a figure an objective needs, did not.
+pub fn meets(run: &RunRecord, slo: &benchpass_format::Slo) -> bool {
+    if run.is_error() {
+        return false;
+    }
+    let delay = run.schedule_delay_ms().unwrap_or(0.0);
+    let within = |limit: Option<f64>, value: Option<f64>| limit.is_none_or(|l| value.is_some_and(|v| v <= l));
+    let slowest_itl = itl_ms(run).into_iter().reduce(f64::max);
+    within(slo.ttft_ms, times(run).ttft_ms.map(|t| t + delay))
+        && within(slo.tpot_ms, tpot_ms(run))
+        // A run whose tokens came in one event had no gap to exceed.
+        && within(slo.itl_ms, Some(slowest_itl.unwrap_or(0.0)))
+        && within(slo.e2e_ms, e2e_ms(run).map(|t| t + delay))
+}
+
+/// The goodput of `runs` (a step's measured runs) under `slo`, over `span_ms` ([`span_ms`]).
+pub fn goodput(runs: &[&RunRecord], slo: &benchpass_format::Slo, span_ms: Option<f64>) -> Goodput {
+    let met: Vec<&RunRecord> = runs.iter().copied().filter(|r| meets(r, slo)).collect();
+    let per_second = |count: f64| span_ms.filter(|&ms| ms > 0.0).map(|ms| count / (ms / 1e3));
+    let tokens: u64 = met.iter().filter_map(|r| r.completion_tokens).sum();
+    Goodput {
+        slo: slo.key(),
+        n_met: met.len(),
+        n: runs.len(),
+        attainment: if runs.is_empty() { 0.0 } else { met.len() as f64 / runs.len() as f64 },
+        requests_per_s: per_second(met.len() as f64),
+        output_tps: per_second(tokens as f64),
+    }
 }
 
 /// One latency figure of [`Serving`], as rows and tables name it.
@@ -176,11 +287,26 @@ pub fn step_has_figures(info: &PassInfo, workload: Workload, target: u64, concur
             .as_ref()
             .is_some_and(|r| r.steps.iter().any(|s| (s.workload, s.target_prompt_tokens) == (workload, target) && s.concurrency.is_some()))
     };
-    applies(workload, concurrency) || (own_figures && swept())
+    // Arrivals at a rate are a load test at any cap, one stream included.
+    let at_a_rate = || info.request.as_ref().is_some_and(|r| r.request_rate.is_some());
+    applies(workload, concurrency) || (own_figures && (swept() || at_a_rate()))
 }
 
-/// The serving figures of one step's measured runs (warmups already left out by the caller).
+/// The load the steps of the pass of `info` were measured under: its arrival rate and
+/// objectives, as its request records them.
+pub fn load_of(info: &PassInfo) -> Load {
+    let request = info.request.as_ref();
+    Load { request_rate: request.and_then(|r| r.request_rate), slo: request.and_then(|r| r.slo.clone()) }
+}
+
+/// The serving figures of one step's measured runs (warmups already left out by the caller),
+/// with no arrival rate and no objectives.
 pub fn figures(concurrency: u32, runs: &[&RunRecord]) -> Serving {
+    figures_under(concurrency, runs, &Load::default())
+}
+
+/// [`figures`] of a step measured under `load`.
+pub fn figures_under(concurrency: u32, runs: &[&RunRecord], load: &Load) -> Serving {
     let ok: Vec<&RunRecord> = runs.iter().copied().filter(|r| !r.is_error()).collect();
     let completion_tokens: u64 = ok.iter().filter_map(|r| r.completion_tokens).sum();
     let span_ms = span_ms(&ok);
@@ -189,6 +315,13 @@ pub fn figures(concurrency: u32, runs: &[&RunRecord]) -> Serving {
     let itl: Vec<f64> = ok.iter().flat_map(|r| itl_ms(r)).collect();
     let tpot: Vec<f64> = ok.iter().filter_map(|r| tpot_ms(r)).collect();
     let e2e: Vec<f64> = ok.iter().filter_map(|r| e2e_ms(r)).collect();
+    let delays: Vec<f64> = ok.iter().filter_map(|r| r.schedule_delay_ms()).collect();
+    let scheduled = |figure: fn(&RunRecord) -> Option<f64>| -> Vec<f64> {
+        ok.iter().filter_map(|r| Some(figure(r)? + r.schedule_delay_ms()?)).collect()
+    };
+    let per_event: Vec<f64> = ok.iter().filter_map(|r| tokens_per_event(r)).flat_map(|t| t.into_iter().skip(1)).collect();
+    let per_event_median = Percentiles::of(&per_event).map(|p| p.p50);
+    let per_event_max = per_event.iter().copied().reduce(f64::max);
     Serving {
         concurrency,
         n_ok: ok.len(),
@@ -201,6 +334,12 @@ pub fn figures(concurrency: u32, runs: &[&RunRecord]) -> Serving {
         itl_ms: Percentiles::of(&itl),
         tpot_ms: Percentiles::of(&tpot),
         e2e_ms: Percentiles::of(&e2e),
+        ttft_scheduled_ms: Percentiles::of(&scheduled(|r| times(r).ttft_ms)),
+        e2e_scheduled_ms: Percentiles::of(&scheduled(e2e_ms)),
+        schedule_delay_ms: Percentiles::of(&delays),
+        rate: load.request_rate.map(|requested| rate_held(requested, runs)),
+        goodput: load.slo.as_ref().filter(|s| !s.limits().is_empty()).map(|slo| goodput(runs, slo, span_ms)),
+        tokens_per_event: per_event_median.zip(per_event_max),
     }
 }
 
@@ -311,16 +450,39 @@ pub fn rows(s: &Serving) -> Vec<Row> {
     if let Some(v) = s.requests_per_s {
         rows.push(Row { metric: "requests_per_s".to_owned(), unit: "req/s", value: v, n: s.n_ok, tail_is_max: false });
     }
+    let percentile_rows = |rows: &mut Vec<Row>, stem: &str, p: &Percentiles, qs: &[u32]| {
+        for &q in qs {
+            rows.push(Row { metric: format!("{stem}_p{q}_ms"), unit: "ms", value: p.get(q), n: p.n, tail_is_max: p.tail_is_max(q) });
+        }
+    };
     for which in Latency::ALL {
         let Some(p) = s.latency(which) else { continue };
-        for q in PERCENTILES {
-            rows.push(Row {
-                metric: format!("{}_p{q}_ms", which.as_str()),
-                unit: "ms",
-                value: p.get(q),
-                n: p.n,
-                tail_is_max: p.tail_is_max(q),
-            });
+        percentile_rows(&mut rows, which.as_str(), p, &PERCENTILES);
+    }
+    // Under arrivals at a rate: the clock of the schedule, and whether the rate held.
+    if let Some(rate) = &s.rate {
+        for (stem, p) in [("ttft_sched", &s.ttft_scheduled_ms), ("e2e_sched", &s.e2e_scheduled_ms)] {
+            if let Some(p) = p {
+                percentile_rows(&mut rows, stem, p, &PERCENTILES);
+            }
+        }
+        if let Some(p) = &s.schedule_delay_ms {
+            percentile_rows(&mut rows, "schedule_delay", p, &[50, 99]);
+        }
+        for (metric, value) in [("offered_request_rate", rate.offered), ("achieved_request_rate", rate.achieved)] {
+            if let Some(value) = value {
+                rows.push(Row { metric: metric.to_owned(), unit: "req/s", value, n: s.n_ok + s.n_failed, tail_is_max: false });
+            }
+        }
+    }
+    if let Some(g) = &s.goodput {
+        // The objectives are in the name: rows under other objectives are other rows.
+        let named = |stem: &str| format!("{stem}[{}]", g.slo);
+        rows.push(Row { metric: named("slo_attainment"), unit: "ratio", value: g.attainment, n: g.n, tail_is_max: false });
+        for (stem, unit, value) in [("goodput_rps", "req/s", g.requests_per_s), ("goodput_tps", "tok/s", g.output_tps)] {
+            if let Some(value) = value {
+                rows.push(Row { metric: named(stem), unit, value, n: g.n, tail_is_max: false });
+            }
         }
     }
     rows

@@ -240,7 +240,7 @@ fn serving_json(s: &analysis::serving::Serving) -> serde_json::Value {
     let percentiles = |p: Option<&analysis::serving::Percentiles>| {
         p.map(|p| serde_json::json!({"p50": p.p50, "p90": p.p90, "p99": p.p99, "n": p.n}))
     };
-    serde_json::json!({
+    let mut json = serde_json::json!({
         "concurrency": s.concurrency,
         "output_tps": s.output_tps,
         "requests_per_s": s.requests_per_s,
@@ -248,7 +248,26 @@ fn serving_json(s: &analysis::serving::Serving) -> serde_json::Value {
         "itl_ms": percentiles(s.itl_ms.as_ref()),
         "tpot_ms": percentiles(s.tpot_ms.as_ref()),
         "e2e_ms": percentiles(s.e2e_ms.as_ref()),
-    })
+    });
+    // Added where they apply, so that a closed-loop pass without objectives reads as before.
+    if let Some(rate) = &s.rate {
+        json["ttft_scheduled_ms"] = percentiles(s.ttft_scheduled_ms.as_ref()).into();
+        json["e2e_scheduled_ms"] = percentiles(s.e2e_scheduled_ms.as_ref()).into();
+        json["schedule_delay_ms"] = percentiles(s.schedule_delay_ms.as_ref()).into();
+        json["request_rate"] = serde_json::json!({
+            "requested": rate.requested, "offered": rate.offered, "achieved": rate.achieved, "held": !rate.short(),
+        });
+    }
+    if let Some(g) = &s.goodput {
+        json["goodput"] = serde_json::json!({
+            "slo": g.slo, "met": g.n_met, "runs": g.n, "attainment": g.attainment,
+            "requests_per_s": g.requests_per_s, "output_tps": g.output_tps,
+        });
+    }
+    if let Some((median, max)) = s.tokens_per_event {
+        json["tokens_per_event"] = serde_json::json!({"median": median, "max": max});
+    }
+    json
 }
 
 /// A text format for a diff, a leaderboard or a quality table.

@@ -317,6 +317,14 @@ struct RunArgs {
     /// The seed of --request-rate's arrivals: the same seed, the same gaps.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "request_rate")]
     arrival_seed: u64,
+    /// Service-level objectives for goodput: the most a run's TTFT, TPOT, ITL or E2E may be for
+    /// it to count, e.g. `--slo ttft=2000ms,tpot=100ms` (MLPerf Inference's llama3.1-8b server
+    /// limits). A run meets them when every one holds (TTFT and E2E counted from when it was
+    /// due, ITL at its slowest gap); each step then reports the share of runs that met them and
+    /// the goodput, in requests/s and output tok/s of those runs alone (docs/metrics.md,
+    /// "Goodput"). Recorded in the pass; passes with other objectives never pair goodput.
+    #[arg(long, value_name = "NAME=LIMIT[,...]", value_parser = harness::pass::Slo::parse)]
+    slo: Option<harness::pass::Slo>,
     /// Environment variable that holds the API key (the key is never written anywhere).
     #[arg(long, value_name = "VAR")]
     api_key_env: Option<String>,
@@ -1054,6 +1062,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         api_key_env: args.api_key_env,
         pick_model,
         arrivals: args.request_rate.map(|rate| harness::runner::Arrivals { rate, seed: args.arrival_seed }),
+        slo: args.slo,
         request: RequestConfig {
             api: match args.api {
                 ApiArg::Chat => Api::Chat,

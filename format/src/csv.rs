@@ -511,7 +511,7 @@ impl Row<'_> {
         if !prompt_set.is_empty() && !is_sha256(&prompt_set) {
             return Err(self.bad("prompt_set", "64 hex characters (the SHA-256 of the shipped prompts), or empty"));
         }
-        Ok(StepRequest { api, temperature, past_eos, request_rate, prompt_set })
+        Ok(StepRequest { api, temperature, past_eos, request_rate, prompt_set, slo: String::new() })
     }
 
     fn run(&self, cell: String) -> Result<RunRecord, ImportError> {

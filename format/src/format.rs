@@ -155,6 +155,75 @@ pub struct StepRequest {
     /// ([`RequestParams::prompt_sets`]); empty where not known.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub prompt_set: String,
+    /// The objectives its goodput was counted against ([`Slo::key`]); empty where none was
+    /// set. Part of the comparison key of goodput figures only: the other figures do not
+    /// depend on it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub slo: String,
+}
+
+/// Service-level objectives: the most each figure of a run may be for the run to count toward
+/// goodput, each in milliseconds; `None` where it is not an objective. `--slo
+/// ttft=2000ms,tpot=100ms` (MLPerf Inference's llama3.1-8b server limits) sets two.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub ttft_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub tpot_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub itl_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub e2e_ms: Option<f64>,
+}
+
+impl Slo {
+    /// The objectives' names, in the order [`Slo::key`] writes them.
+    pub const NAMES: [&'static str; 4] = ["ttft", "tpot", "itl", "e2e"];
+
+    /// `ttft=2000ms,tpot=100ms`: names from [`Slo::NAMES`], each with a limit above 0 in `ms`
+    /// or `s`, at most once each, at least one.
+    pub fn parse(text: &str) -> Result<Slo, String> {
+        let mut slo = Slo::default();
+        for part in text.split(',').map(str::trim) {
+            let (name, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}`: an objective is NAME=LIMIT, e.g. ttft=2000ms (names: {})", Slo::NAMES.join(", ")))?;
+            let value = value.trim();
+            let (number, scale) = if let Some(ms) = value.strip_suffix("ms") {
+                (ms, 1.0)
+            } else if let Some(s) = value.strip_suffix('s') {
+                (s, 1e3)
+            } else {
+                return Err(format!("`{part}`: the limit needs a unit, ms or s (e.g. {name}=100ms)"));
+            };
+            let ms = number.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0).map(|v| v * scale);
+            let ms = ms.ok_or_else(|| format!("`{part}`: the limit is a number above 0"))?;
+            let slot = match name.trim() {
+                "ttft" => &mut slo.ttft_ms,
+                "tpot" => &mut slo.tpot_ms,
+                "itl" => &mut slo.itl_ms,
+                "e2e" => &mut slo.e2e_ms,
+                other => return Err(format!("`{other}` is not an objective: the names are {}", Slo::NAMES.join(", "))),
+            };
+            if slot.replace(ms).is_some() {
+                return Err(format!("`{}` is named twice", name.trim()));
+            }
+        }
+        Ok(slo)
+    }
+
+    /// Each objective set, as (name, limit in ms), in the order of [`Slo::NAMES`].
+    pub fn limits(&self) -> Vec<(&'static str, f64)> {
+        let all = [self.ttft_ms, self.tpot_ms, self.itl_ms, self.e2e_ms];
+        Slo::NAMES.into_iter().zip(all).filter_map(|(name, v)| Some((name, v?))).collect()
+    }
+
+    /// The objectives as one text, the same for the same objectives however they were
+    /// written (`tpot=0.1s, ttft=2000ms` → `ttft=2000ms,tpot=100ms`): the comparison key's.
+    pub fn key(&self) -> String {
+        self.limits().iter().map(|(name, ms)| format!("{name}={ms}ms")).collect::<Vec<_>>().join(",")
+    }
 }
 
 impl RequestParams {
@@ -314,6 +383,10 @@ pub struct RequestParams {
     pub request_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_seed: Option<u64>,
+    /// The service-level objectives a run must meet to count toward goodput (`--slo`);
+    /// absent where none was set (docs/metrics.md, "Goodput").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Slo>,
     /// For each workload the pass runs (by name), the SHA-256 of the shipped texts its prompts
     /// are drawn from (the corpus, the sustained prompt, the agent traces, the quality prompts):
     /// two benchpass versions that ship other texts send other prompts. Absent in passes from
@@ -465,6 +538,18 @@ pub struct RunRecord {
     /// Wall-clock start, milliseconds since the Unix epoch (for ordering and drift, not timing).
     #[serde(default)]
     pub started_unix_ms: u64,
+    /// When the request was due, in nanoseconds on the monotonic clock after its phase (its
+    /// step's warmups, or its measured runs) began: its arrival under `--request-rate`; where
+    /// streams are kept busy, or for a session's later turn, the instant it was sent (it was
+    /// due when a stream or its previous turn freed). Absent in imported runs and passes from
+    /// before it (docs/metrics.md, "Latency from the schedule").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_ns: Option<u64>,
+    /// When the request was sent, on the same clock as `scheduled_ns`: the origin of its
+    /// events' `t_ns`. `sent_ns − scheduled_ns` is the time it waited in benchpass for a free
+    /// stream (its scheduling delay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -710,6 +795,7 @@ impl PassInfo {
             past_eos: past_eos.to_owned(),
             request_rate: request.request_rate,
             prompt_set: request.prompt_sets.get(workload.as_str()).cloned().unwrap_or_default(),
+            slo: request.slo.as_ref().map(Slo::key).unwrap_or_default(),
         }
     }
 
@@ -746,6 +832,8 @@ impl RunRecord {
             max_tokens,
             concurrency: 1,
             started_unix_ms: 0,
+            scheduled_ns: None,
+            sent_ns: None,
             prompt_sha256: None,
             prompt_tokens: None,
             completion_tokens: None,
@@ -779,6 +867,14 @@ impl RunRecord {
             empty_events: 0,
             events: vec![],
         }
+    }
+
+    /// How long the run waited in benchpass between when it was due and when it was sent, in
+    /// milliseconds: 0 where streams were kept busy; `None` where either instant is not
+    /// recorded. The one rule that the figures from the schedule add to the figures from the
+    /// send.
+    pub fn schedule_delay_ms(&self) -> Option<f64> {
+        Some(self.sent_ns?.saturating_sub(self.scheduled_ns?) as f64 / 1e6)
     }
 
     /// Whether the machine swapped during the run: its swap in use rose by more than

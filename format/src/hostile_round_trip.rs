@@ -216,6 +216,7 @@ impl Gen {
             model_picked: true,
             request_rate: self.maybe(Gen::float),
             arrival_seed: self.maybe(Gen::int),
+            slo: Some(crate::format::Slo { ttft_ms: self.maybe(Gen::float), ..Default::default() }),
             prompt_sets: [(self.string(), self.string())].into(),
         });
         info

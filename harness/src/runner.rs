@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub pick_model: bool,
     /// Requests at Poisson arrivals (`--request-rate`); `concurrency` then caps the streams.
     pub arrivals: Option<Arrivals>,
+    /// The objectives goodput is counted against (`--slo`), recorded in the pass's request.
+    pub slo: Option<benchpass_format::Slo>,
     pub request: RequestConfig,
     /// What benchpass knows of the engine (`--preset`): its version, metrics, draft counters,
     /// way past EOS, request fields and cache flush, as in a plan; `None` for a plain
@@ -71,6 +73,7 @@ impl RunOptions {
             api_key_env: None,
             pick_model: false,
             arrivals: None,
+            slo: None,
             request: RequestConfig {
                 api: crate::client::Api::Chat,
                 model: model.to_owned(),
@@ -126,6 +129,7 @@ impl RunOptions {
             },
             concurrency: self.concurrency,
             arrivals: self.arrivals,
+            slo: self.slo.clone(),
             between_workloads_s: 0.0,
             between_cells_s: 0.0,
             source: None,
@@ -335,6 +339,7 @@ pub(crate) fn request_params(request: &RequestConfig, concurrency: u32, steps: V
         model_picked: false,
         request_rate: None,
         arrival_seed: None,
+        slo: None,
         prompt_sets: steps_prompt_sets(&steps),
         steps,
     }
@@ -518,7 +523,12 @@ pub(crate) async fn run_jobs(
                             tokio::time::sleep_until(at).await;
                         }
                     })
-                    .flat_map(move |()| futures_util::stream::iter(chain).then(|job| run_one(target, job))),
+                    // The chain's first job was due at its arrival, even when every stream was
+                    // busy then; a later turn is due when the one before it ends.
+                    .flat_map(move |()| {
+                        futures_util::stream::iter(chain.iter().zip(0..))
+                            .then(move |(job, k)| run_one(target, job, Due { phase_start, at: at.filter(|_| k == 0) }))
+                    }),
                 )
             })
             .flatten_unordered(streams as usize);
@@ -786,7 +796,15 @@ async fn cut_prompt(target: u64, excerpt_index: u32, http: &reqwest::Client, cou
     Ok(corpus::prompt_of(&excerpt, fits))
 }
 
-async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
+/// When a run was due: the start of its phase (the clock of `scheduled_ns` and `sent_ns`) and
+/// its arrival, where it had one; without one it was due when it was sent.
+#[derive(Debug, Clone, Copy)]
+struct Due {
+    phase_start: tokio::time::Instant,
+    at: Option<tokio::time::Instant>,
+}
+
+async fn run_one(target: &Target<'_>, job: &Job, due: Due) -> RunRecord {
     let mut body = target.request.body(&job.prompt, job.max_tokens, job.top_logprobs);
     // An agent session is measured with the engine's prefix cache on: it is what the workload
     // is about. The other workloads keep the cell's setting (llama.cpp's preset turns it off
@@ -835,6 +853,8 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
     }
     let clocks_at_start = crate::platform::awake::Clocks::now();
     let started = tokio::time::Instant::now();
+    let since_phase = |at: tokio::time::Instant| at.saturating_duration_since(due.phase_start).as_nanos() as u64;
+    let (scheduled_ns, sent_ns) = (since_phase(due.at.unwrap_or(started)), since_phase(started));
     let mut outcome = stream_on_a_task_of_its_own(target, body).await;
     let ended = tokio::time::Instant::now();
     // Two clock reads: whether the machine slept while the run was in flight (platform::awake).
@@ -869,6 +889,8 @@ async fn run_one(target: &Target<'_>, job: &Job) -> RunRecord {
         max_tokens: job.max_tokens,
         concurrency,
         started_unix_ms,
+        scheduled_ns: Some(scheduled_ns),
+        sent_ns: Some(sent_ns),
         prompt_sha256: Some(provenance::hex(&Sha256::digest(job.prompt.identity_bytes()))),
         prompt_tokens,
         completion_tokens,

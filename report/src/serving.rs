@@ -29,7 +29,29 @@ struct StepView {
     output_tps: String,
     requests_per_s: String,
     span: String,
+    /// Tokens per event after a run's first: `median / max`.
+    per_event: String,
     latencies: Vec<LatencyView>,
+    /// Under `--request-rate`: requested, offered and achieved req/s, and whether it held.
+    rate_held: Option<RateView>,
+    /// Under `--slo`: the objectives, the share that met them, goodput in req/s and tok/s.
+    goodput: Option<GoodputView>,
+}
+
+#[derive(Debug, Serialize)]
+struct RateView {
+    requested: String,
+    offered: String,
+    achieved: String,
+    held: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct GoodputView {
+    slo: String,
+    met: String,
+    requests_per_s: String,
+    output_tps: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -50,7 +72,9 @@ pub fn render(steps: &[CellStep]) -> Result<Option<ServingSection>, minijinja::E
         .filter_map(|s| s.serving.as_ref())
         .any(|s| Latency::ALL.iter().filter_map(|&l| s.latency(l)).any(|p| PERCENTILES.iter().any(|&q| q > 50 && p.tail_is_max(q))));
     let show_rate = crate::view::Levels::of(steps).rate;
-    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate };
+    let any_rate = views.iter().any(|v| v.rate_held.is_some());
+    let any_goodput = views.iter().any(|v| v.goodput.is_some());
+    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate, any_rate => any_rate, any_goodput => any_goodput };
     let mut env = crate::environment();
     env.add_template("serving.md.j2", include_str!("../../report-templates/serving.md.j2"))?;
     env.add_template("serving.html.j2", include_str!("../../report-templates/serving.html.j2"))?;
@@ -77,14 +101,39 @@ fn view(step: &CellStep, s: &Serving) -> StepView {
         output_tps: s.output_tps.map_or("–".to_owned(), |v| format!("{v:.1}")),
         requests_per_s: s.requests_per_s.map_or("–".to_owned(), |v| format!("{v:.2}")),
         span: s.span_ms.map_or("–".to_owned(), |ms| format!("{:.2} s", ms / 1e3)),
-        latencies: Latency::ALL.iter().map(|&l| latency(l, s.latency(l))).collect(),
+        per_event: s.tokens_per_event.map_or("–".to_owned(), |(median, max)| format!("{median:.2} / {max:.2}")),
+        latencies: {
+            let mut rows: Vec<LatencyView> = Latency::ALL.iter().map(|&l| latency(l.label(), l.counts(), s.latency(l))).collect();
+            // Under arrivals at a rate, the figures a user of the server waits, beside the send's.
+            if s.rate.is_some() {
+                rows.push(latency("TTFT from the schedule", "runs", s.ttft_scheduled_ms.as_ref()));
+                rows.push(latency("E2E from the schedule", "runs", s.e2e_scheduled_ms.as_ref()));
+                rows.push(latency("scheduling delay", "runs", s.schedule_delay_ms.as_ref()));
+            }
+            rows
+        },
+        rate_held: s.rate.as_ref().map(|r| {
+            let show = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.2}"));
+            RateView {
+                requested: format!("{:.2}", r.requested),
+                offered: show(r.offered),
+                achieved: show(r.achieved),
+                held: if r.short() { "no: rate-not-held" } else if r.achieved.is_some() { "yes" } else { "unknown" },
+            }
+        }),
+        goodput: s.goodput.as_ref().map(|g| GoodputView {
+            slo: g.slo.clone(),
+            met: format!("{} of {} ({:.0} %)", g.n_met, g.n, g.attainment * 100.0),
+            requests_per_s: g.requests_per_s.map_or("–".to_owned(), |v| format!("{v:.2}")),
+            output_tps: g.output_tps.map_or("–".to_owned(), |v| format!("{v:.1}")),
+        }),
     }
 }
 
 /// p50, p90, p99 in ms; a tail that is only the largest value reads `(max)` after it.
-fn latency(which: Latency, p: Option<&Percentiles>) -> LatencyView {
+fn latency(name: &'static str, counts: &str, p: Option<&Percentiles>) -> LatencyView {
     let Some(p) = p else {
-        return LatencyView { name: which.label(), values: vec!["–".to_owned(); PERCENTILES.len()], n: "0".to_owned() };
+        return LatencyView { name, values: vec!["–".to_owned(); PERCENTILES.len()], n: "0".to_owned() };
     };
     let values = PERCENTILES
         .iter()
@@ -93,5 +142,5 @@ fn latency(which: Latency, p: Option<&Percentiles>) -> LatencyView {
             if q > 50 && p.tail_is_max(q) { format!("{v} (max)") } else { v }
         })
         .collect();
-    LatencyView { name: which.label(), values, n: format!("{} {}", p.n, which.counts()) }
+    LatencyView { name, values, n: format!("{} {counts}", p.n) }
 }

@@ -10,6 +10,7 @@ mod more_fixtures;
 mod permutation;
 mod prefix_cached;
 mod recompute;
+mod schedule;
 mod serving;
 mod soak;
 mod swapped;

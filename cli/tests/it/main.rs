@@ -35,6 +35,7 @@ mod shared_passes;
 mod resume_jobs;
 mod round_trip;
 mod sizes;
+mod slo;
 mod sweep;
 mod timed_path;
 mod tls;

@@ -12,7 +12,8 @@ use crate::support::*;
 /// (docs/raw-format.md): an imported pass has none of these rows.
 fn is_serving(metric: &str) -> bool {
     let name = metric.split('@').next().unwrap_or(metric);
-    ["output_tps", "requests_per_s"].contains(&name) || ["ttft_p", "itl_p", "tpot_p", "e2e_p"].iter().any(|p| name.starts_with(p))
+    ["output_tps", "requests_per_s", "offered_request_rate", "achieved_request_rate"].contains(&name)
+        || ["ttft_p", "itl_p", "tpot_p", "e2e_p", "ttft_sched_p", "e2e_sched_p", "schedule_delay_p", "slo_attainment[", "goodput_"].iter().any(|p| name.starts_with(p))
 }
 
 /// `pass` exported and imported again, under `tmp/imported/`.

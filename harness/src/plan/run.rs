@@ -54,6 +54,8 @@ pub struct PassPlan<'a> {
     pub concurrency: u32,
     /// Requests at Poisson arrivals (`--request-rate`) instead of busy streams.
     pub arrivals: Option<Arrivals>,
+    /// The objectives goodput is counted against (`--slo`).
+    pub slo: Option<benchpass_format::Slo>,
     /// Seconds between one workload and the next within a cell, and between cells (before the
     /// gap scale).
     pub between_workloads_s: f64,
@@ -179,6 +181,7 @@ impl<'a> PassPlan<'a> {
             request: base_request,
             concurrency: request.concurrency,
             arrivals: None,
+            slo: None,
             between_workloads_s: plan.file.gaps.between_workloads_s,
             between_cells_s: plan.file.gaps.between_cells_s,
             source: Some((&plan.file, plan_dir)),
@@ -833,6 +836,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
                 model_picked: pass.cells.iter().any(|c| c.model.is_none()),
                 request_rate: pass.arrivals.map(|a| a.rate),
                 arrival_seed: pass.arrivals.map(|a| a.seed),
+                slo: pass.slo.clone(),
                 ..runner::request_params(&pass.request, pass.concurrency, steps.clone())
             };
             let mut info = runner::new_pass_info(pass_id, started_at, cells, params);
