@@ -22,7 +22,8 @@ fn at(points: &[(f64, f64)], t: f64) -> Option<f64> {
 /// order: counter values in joules, or power in watts. `None` where the readings do not
 /// reach both ends.
 pub fn joules_between(reading: EnergyReading, points: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
-    if !(from <= to) {
+    // NaN ends are refused too.
+    if from.partial_cmp(&to).is_none_or(|o| o == std::cmp::Ordering::Greater) {
         return None;
     }
     let (start, end) = (at(points, from)?, at(points, to)?);
