@@ -229,10 +229,12 @@ impl EnergySampling {
             interval_ms: self.interval.as_millis() as u64,
             ..Default::default()
         };
-        if !idle.is_zero() {
-            let from = Instant::now();
-            tokio::time::sleep(idle).await;
-            let to = Instant::now();
+        // From the first reading taken from now on, so that a reading holds each end.
+        let now = Instant::now();
+        let first = if self.wait_past(now).await { self.readings.lock().unwrap_or_else(|e| e.into_inner()).back().map(|(t, _)| *t) } else { None };
+        if let (false, Some(from)) = (idle.is_zero(), first) {
+            let to = from + idle;
+            tokio::time::sleep_until(to).await;
             if self.wait_past(to).await {
                 energy.idle_ms = idle.as_millis() as u64;
                 energy.idle_watts = self.joules_between(from, to).map(|j| j / to.duration_since(from).as_secs_f64()).filter(|w| w.is_finite());

@@ -755,9 +755,8 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
     // One sampler of the machine's state for the whole pass, beside the runs: no run reads the
     // OS itself. And the machine kept awake until the pass ends (platform::awake).
     let machine = crate::sampler::MachineSampler::start();
-    if let Some(Err(why)) = machine.energy().map(|e| &e.found) {
-        eprintln!("energy: unavailable ({})", crate::progress::printable(why));
-    }
+    // Said once, when the first cell is ready (a pass that reaches no server says only that).
+    let mut energy_said = false;
     let awake = crate::platform::awake::keep_awake();
     anyhow::ensure!(
         !pass.form.ready_before_the_pass() || (visits.len() == 1 && pass.cells.iter().all(|c| c.start.is_none()) && options.resume.is_none()),
@@ -943,6 +942,10 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             let idle = if energy.found.is_ok() { idle_baseline() } else { std::time::Duration::ZERO };
             if !idle.is_zero() {
                 progress.note(&format!("  energy: idle baseline, {} s", idle.as_secs()));
+            }
+            if let (Err(why), false) = (&energy.found, energy_said) {
+                eprintln!("energy: unavailable ({})", crate::progress::printable(why));
+                energy_said = true;
             }
             let measured = energy.cell_energy(idle).await;
             if let Some(c) = info.cells.iter_mut().find(|c| c.id == cell.id) {
