@@ -82,6 +82,12 @@ pub enum MetricKind {
     TtftCachedMs,
     /// Agent steps: Σ cached prompt tokens ÷ Σ prompt tokens.
     CacheHitRatio,
+    /// Joules per output token over the decode span (docs/metrics.md "Energy").
+    JoulesPerToken,
+    /// Joules per prompt token over prefill.
+    JoulesPerPromptToken,
+    /// Mean power over the run.
+    MeanWatts,
 }
 
 impl MetricKind {
@@ -89,6 +95,8 @@ impl MetricKind {
     pub const ALL: [MetricKind; 4] = [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps, MetricKind::PromptTokens];
     /// The metrics of an agent step, named as the leaderboard names them (docs/agent.md).
     pub const AGENT: [MetricKind; 4] = [MetricKind::TtftColdMs, MetricKind::TtftCachedMs, MetricKind::CacheHitRatio, MetricKind::DecodeTps];
+    /// The energy metrics of a step whose runs carry energy ([`CellStep::energy`]).
+    pub const ENERGY: [MetricKind; 3] = [MetricKind::JoulesPerToken, MetricKind::JoulesPerPromptToken, MetricKind::MeanWatts];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -99,6 +107,9 @@ impl MetricKind {
             MetricKind::TtftColdMs => "ttft_cold_ms",
             MetricKind::TtftCachedMs => "ttft_cached_ms",
             MetricKind::CacheHitRatio => "cache_hit_ratio",
+            MetricKind::JoulesPerToken => "joules_per_token",
+            MetricKind::JoulesPerPromptToken => "joules_per_prompt_token",
+            MetricKind::MeanWatts => "mean_watts",
         }
     }
 
@@ -122,12 +133,19 @@ impl MetricKind {
             MetricKind::TtftMs | MetricKind::TtftColdMs | MetricKind::TtftCachedMs => "ms",
             MetricKind::PromptTokens => "tokens",
             MetricKind::CacheHitRatio => "ratio",
+            MetricKind::JoulesPerToken | MetricKind::JoulesPerPromptToken => "J/token",
+            MetricKind::MeanWatts => "W",
         }
     }
 
-    /// For TTFT lower is faster; a higher cache hit ratio is a faster agent session.
+    /// For TTFT lower is faster; a higher cache hit ratio is a faster agent session. For
+    /// energy, less is better: a diff calls less energy `faster`, as it calls any better figure.
     pub fn higher_is_faster(self) -> bool {
-        !matches!(self, MetricKind::TtftMs | MetricKind::TtftColdMs | MetricKind::TtftCachedMs)
+        !matches!(self, MetricKind::TtftMs | MetricKind::TtftColdMs | MetricKind::TtftCachedMs) && !self.is_energy()
+    }
+
+    pub fn is_energy(self) -> bool {
+        MetricKind::ENERGY.contains(&self)
     }
 }
 
@@ -196,7 +214,27 @@ pub struct CellStep {
     /// Steps whose streams ran side by side (concurrency > 1, a speed workload): aggregate
     /// throughput and latency percentiles (`crate::serving`).
     pub serving: Option<crate::serving::Serving>,
+    /// Steps whose runs carry energy (one stream at a time, a cell with a source).
+    pub energy: Option<EnergyStep>,
     pub reasons: Vec<Reason>,
+}
+
+/// A step's energy figures, each a median over its runs with a band, and where they came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnergyStep {
+    /// `source:domain` (`rapl:package+dram`): energy of two steps is compared only where this is
+    /// the same ([`crate::key::energy_comparable`]).
+    pub key: String,
+    /// The source's sampling interval, in milliseconds.
+    pub interval_ms: u64,
+    /// The cell's idle baseline, in watts, where it was measured.
+    pub idle_watts: Option<f64>,
+    pub joules_per_token: Option<Metric>,
+    /// Joules per output token above the idle baseline (the decode span's joules less idle
+    /// watts × its seconds, over the same tokens).
+    pub joules_per_token_above_idle: Option<f64>,
+    pub joules_per_prompt_token: Option<Metric>,
+    pub mean_watts: Option<Metric>,
 }
 
 impl CellStep {
@@ -210,6 +248,9 @@ impl CellStep {
             MetricKind::PromptTokens => self.prompt_tokens.as_ref(),
             MetricKind::TtftColdMs => self.ttft_cold.as_ref(),
             MetricKind::TtftCachedMs | MetricKind::CacheHitRatio => None,
+            MetricKind::JoulesPerToken => self.energy.as_ref()?.joules_per_token.as_ref(),
+            MetricKind::JoulesPerPromptToken => self.energy.as_ref()?.joules_per_prompt_token.as_ref(),
+            MetricKind::MeanWatts => self.energy.as_ref()?.mean_watts.as_ref(),
         }
     }
 
@@ -608,8 +649,49 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         serving: None,
         server_peak_rss_bytes: group.iter().filter_map(|f| f.server_peak_rss_bytes).max(),
         reconciliation,
+        energy: energy_step(info, &group),
         reasons,
     }
+}
+
+/// A step's energy figures over its successful runs that carry energy: those that reached
+/// their cap where any did (a short run's last tokens are its cheapest or dearest, as its rate
+/// is a burst), else the short ones. `None` where the cell has no source or no run energy.
+fn energy_step(info: Option<&benchpass_format::CellInfo>, group: &[&RunFacts]) -> Option<EnergyStep> {
+    let cell = info?.energy.as_ref()?;
+    let key = cell.key();
+    if key.is_empty() {
+        return None;
+    }
+    let with: Vec<&&RunFacts> = group.iter().filter(|f| f.energy.is_some()).collect();
+    if with.is_empty() {
+        return None;
+    }
+    let full: Vec<&&RunFacts> = with.iter().copied().filter(|f| !f.short_stop).collect();
+    let runs = if full.is_empty() { with } else { full };
+    let of = |kind: MetricKind, value: &dyn Fn(&RunFacts) -> Option<f64>| {
+        let values: Vec<f64> = runs.iter().filter_map(|f| value(f)).collect();
+        metric(kind, (crate::summary::median(&values), values))
+    };
+    use benchpass_format::metrics;
+    let above: Vec<f64> = runs
+        .iter()
+        .filter_map(|f| {
+            let e = f.energy.as_ref()?;
+            let decode_s = f.decode_ms? / 1e3;
+            let above = benchpass_format::RunEnergy { decode_joules: Some(e.decode_joules? - cell.idle_watts? * decode_s), ..*e };
+            metrics::joules_per_output_token(Some(&above), f.completion_tokens)
+        })
+        .collect();
+    Some(EnergyStep {
+        key,
+        interval_ms: cell.interval_ms,
+        idle_watts: cell.idle_watts,
+        joules_per_token: of(MetricKind::JoulesPerToken, &|f| metrics::joules_per_output_token(f.energy.as_ref(), f.completion_tokens)),
+        joules_per_token_above_idle: crate::summary::median(&above),
+        joules_per_prompt_token: of(MetricKind::JoulesPerPromptToken, &|f| metrics::joules_per_prompt_token(f.energy.as_ref(), f.prompt_tokens)),
+        mean_watts: of(MetricKind::MeanWatts, &|f| metrics::mean_watts(f.energy.as_ref())),
+    })
 }
 
 /// An agent step takes its figures from the sessions (`crate::agent`): decode and the cold

@@ -42,17 +42,46 @@ use crate::reasons::{Reason, ReasonCode};
 /// The metrics a diff compares (prompt tokens are checked, not judged).
 pub const DIFF_METRICS: [MetricKind; 3] = [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps];
 
-/// Every metric a diff row can carry: the speed metrics, then an agent step's own.
-const ALL_METRICS: [MetricKind; 6] =
-    [MetricKind::DecodeTps, MetricKind::TtftMs, MetricKind::PrefillTps, MetricKind::TtftColdMs, MetricKind::TtftCachedMs, MetricKind::CacheHitRatio];
+/// [`DIFF_METRICS`] and the energy metrics, for a step whose runs carry energy.
+const DIFF_METRICS_WITH_ENERGY: [MetricKind; 6] = [
+    MetricKind::DecodeTps,
+    MetricKind::TtftMs,
+    MetricKind::PrefillTps,
+    MetricKind::JoulesPerToken,
+    MetricKind::JoulesPerPromptToken,
+    MetricKind::MeanWatts,
+];
 
-/// The metrics a step's rows compare: an agent step's session figures, or [`DIFF_METRICS`].
+/// Every metric a diff row can carry: the speed metrics, an agent step's own, then energy.
+const ALL_METRICS: [MetricKind; 9] = [
+    MetricKind::DecodeTps,
+    MetricKind::TtftMs,
+    MetricKind::PrefillTps,
+    MetricKind::TtftColdMs,
+    MetricKind::TtftCachedMs,
+    MetricKind::CacheHitRatio,
+    MetricKind::JoulesPerToken,
+    MetricKind::JoulesPerPromptToken,
+    MetricKind::MeanWatts,
+];
+
+/// The metrics a step's rows compare: an agent step's session figures, or [`DIFF_METRICS`]
+/// (with the energy metrics where the step has energy).
 pub fn diff_metrics(step: &CellStep) -> &'static [MetricKind] {
     if step.agent.is_some() {
         &MetricKind::AGENT
+    } else if step.energy.is_some() {
+        &DIFF_METRICS_WITH_ENERGY
     } else {
         &DIFF_METRICS
     }
+}
+
+/// The metrics a matched pair's rows compare: those of the side with more (a step that gained
+/// or lost its energy source still shows its energy rows, incomparable).
+fn pair_metrics(a: &CellStep, b: &CellStep) -> &'static [MetricKind] {
+    let (ma, mb) = (diff_metrics(a), diff_metrics(b));
+    if mb.len() > ma.len() { mb } else { ma }
 }
 
 /// Compared turn by turn rather than as two samples: their turns differ in size by design.
@@ -360,7 +389,7 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
     for metric in ALL_METRICS {
         let deltas: Vec<f64> = pairs
             .iter()
-            .filter(|(x, y)| attribution(x, y).0 == Attribution::None && diff_metrics(x).contains(&metric))
+            .filter(|(x, y)| attribution(x, y).0 == Attribution::None && pair_metrics(x, y).contains(&metric))
             .filter_map(|(x, y)| {
                 let row = judge(x, y, metric, 0.0, &cell_reasons(&pass_reasons, a_pass, x, b_pass, y));
                 (row.verdict != Verdict::Incomparable).then_some(log_change(row.a_median?, row.b_median?)?.abs())
@@ -379,7 +408,7 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
             Some(step_b) => {
                 let control = attribution(step_a, step_b).0 == Attribution::None;
                 let reasons = cell_reasons(&pass_reasons, a_pass, step_a, b_pass, step_b);
-                for &metric in diff_metrics(step_a) {
+                for &metric in pair_metrics(step_a, step_b) {
                     // Control cells define the drift; everything else must clear it.
                     let widen = if control { 0.0 } else { drift.iter().find(|d| d.metric == metric).map_or(0.0, |d| d.max_abs_delta) };
                     rows.push(DiffRow { model: key(step_a).1, ..judge(step_a, step_b, metric, widen, &reasons) });
@@ -683,6 +712,19 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
         withdrawn: false,
         reasons: Vec::new(),
     };
+    // Energy of two sources or domains is never compared (`key::energy_comparable`).
+    if metric.is_energy() && !crate::key::energy_comparable(a, b) {
+        let shown = |s: &CellStep| match crate::key::energy_key(s) {
+            "" => "none".to_owned(),
+            key => key.to_owned(),
+        };
+        reasons.push(Reason::new(
+            ReasonCode::Params,
+            format!("energy {} → {}: energy of different sources or domains is not compared", shown(a), shown(b)),
+        ));
+        row.reasons = reasons;
+        return row;
+    }
     let (Some(median_a), Some(median_b)) = (row.a_median, row.b_median) else {
         let no_cache_info = [a, b].iter().find_map(|side| side.reasons.iter().find(|r| r.code == ReasonCode::NoCacheInfo));
         match no_cache_info {

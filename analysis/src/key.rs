@@ -73,3 +73,18 @@ pub fn goodput_comparable(a: &crate::cells::CellStep, b: &crate::cells::CellStep
         Err(format!("objectives {} → {}: goodput under other objectives counts other runs as good", shown(ka), shown(kb)))
     }
 }
+
+/// The energy part of a step's key: `source:domain` (`rapl:package+dram`, `nvml:gpu`), empty
+/// without energy. Energy figures of two steps are paired, ranked or compared only where it is
+/// the same and not empty ([`energy_comparable`]): joules of a CPU package and of a GPU, or of
+/// one package and two, measure different things.
+pub fn energy_key(step: &crate::cells::CellStep) -> &str {
+    step.energy.as_ref().map_or("", |e| e.key.as_str())
+}
+
+/// Whether the energy figures of `a` and `b` may be compared: the one rule the diff and the
+/// report's marks follow.
+pub fn energy_comparable(a: &crate::cells::CellStep, b: &crate::cells::CellStep) -> bool {
+    let key = energy_key(a);
+    !key.is_empty() && key == energy_key(b)
+}

@@ -182,6 +182,20 @@ pub fn rows(steps: &[CellStep]) -> Vec<Row> {
             let name = crate::serving::metric_name(kind.as_str(), concurrency);
             rows.push(row(step, name, kind.unit(), number(metric.median), (low, high), metric.values.len(), flags.clone()));
         }
+        // Energy rows name their source and domain in the metric (`joules_per_token:rapl:package+dram`):
+        // the columns have no room for them, and rows of two sources must never be ranked as one.
+        if let Some(energy) = &step.energy {
+            for kind in MetricKind::ENERGY {
+                let Some(metric) = step.metric(kind) else { continue };
+                let (low, high) = if metric.values.len() >= crate::cells::MIN_RUNS_FOR_BAND {
+                    (number(metric.band.low), number(metric.band.high))
+                } else {
+                    (String::new(), String::new())
+                };
+                let name = format!("{}:{}", kind.as_str(), energy.key);
+                rows.push(row(step, text(&name), kind.unit(), energy_number(metric.median), (low, high), metric.values.len(), flags.clone()));
+            }
+        }
         if let Some(serving) = &step.serving {
             for row in crate::serving::rows(serving) {
                 // A percentile that is only the slowest value says so beside the step's flags.
@@ -248,6 +262,11 @@ fn text(value: &str) -> String {
 /// Three decimals: enough for milliseconds and rates, and the same bytes on every machine.
 fn number(v: f64) -> String {
     format!("{v:.3}")
+}
+
+/// Energy per token is a fraction of a joule on a GPU: six decimals.
+fn energy_number(v: f64) -> String {
+    format!("{v:.6}")
 }
 
 /// The whole file: header, then the rows of every pass given.

@@ -44,6 +44,10 @@ pub struct RunFacts {
     /// Prompt tokens the server said it served from its prefix cache (`cached_prompt_tokens`
     /// in runs.jsonl); `None` where it said nothing.
     pub cached_prompt_tokens: Option<u64>,
+    /// The run's energy (`energy` in runs.jsonl), where its cell had a source.
+    pub energy: Option<benchpass_format::RunEnergy>,
+    /// Last token event − first token event, for the energy above idle over the decode span.
+    pub decode_ms: Option<f64>,
 }
 
 /// Draft tokens proposed and accepted during a run, from the engine's Prometheus counters
@@ -145,6 +149,8 @@ pub fn run_facts(pass: &Pass) -> Vec<RunFacts> {
                 server_decode_tps: run.timings.as_ref().and_then(|t| t.get("predicted_per_second")).and_then(serde_json::Value::as_f64),
                 usage_mismatch,
                 cached_prompt_tokens: run.cached_prompt_tokens,
+                energy: run.energy,
+                decode_ms: run.decode_ms,
             }
         })
         .collect()

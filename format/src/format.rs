@@ -131,6 +131,92 @@ pub struct CellInfo {
     /// in `request` and this cell's `past_eos`; [`PassInfo::step_request`] reads either.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imported_steps: Vec<ImportedStep>,
+    /// Where the cell's energy was read, and its idle baseline; or why it could not be
+    /// (docs/metrics.md "Energy"). Absent in a pass from before energy was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<CellEnergy>,
+}
+
+/// Where a run's energy is read (docs/metrics.md "Energy").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnergySource {
+    /// Linux RAPL through powercap (`energy_uj`): a counter.
+    Rapl,
+    /// NVIDIA's NVML total energy counter (`nvmlDeviceGetTotalEnergyConsumption`), summed over GPUs.
+    Nvml,
+    /// Apple silicon's power through IOReport (the `macmon` crate): sampled power.
+    Macmon,
+}
+
+impl EnergySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnergySource::Rapl => "rapl",
+            EnergySource::Nvml => "nvml",
+            EnergySource::Macmon => "macmon",
+        }
+    }
+}
+
+/// How a source gives energy: a counter read at both ends, or power sampled and integrated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnergyReading {
+    Counter,
+    SampledPower,
+}
+
+/// A cell's energy provenance in `pass.json`: the source and domain its runs' energy comes
+/// from, how often it was read, and the idle baseline measured before the cell; or, with no
+/// source, why energy is unavailable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellEnergy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<EnergySource>,
+    /// What the source covers, e.g. `package+dram` (RAPL), `gpu×2` (NVML), `cpu+gpu+ane+dram`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading: Option<EnergyReading>,
+    /// The sampling interval of the source's series, in milliseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interval_ms: u64,
+    /// Why there is no source (e.g. `powercap unreadable without root`); absent with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+    /// Milliseconds sampled with the engine loaded and idle before the cell's runs (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_ms: u64,
+    /// Mean power over that idle interval, in watts.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub idle_watts: Option<f64>,
+}
+
+impl CellEnergy {
+    /// `source:domain`, the energy part of the comparison key; empty without a source.
+    pub fn key(&self) -> String {
+        self.source.map(|s| format!("{}:{}", s.as_str(), self.domain)).unwrap_or_default()
+    }
+}
+
+/// A run's energy over its interval, from the cell's source (docs/metrics.md "Energy"):
+/// recorded only where one stream ran at a time, since the source measures the machine (or
+/// its GPUs), not one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEnergy {
+    /// Joules from the request's start to its last event.
+    #[serde(with = "float")]
+    pub joules: f64,
+    /// The interval those joules were taken over, in seconds.
+    #[serde(with = "float")]
+    pub seconds: f64,
+    /// Joules from the request's start to the first token (prefill).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub prefill_joules: Option<f64>,
+    /// Joules from the first token to the last token event (the decode span).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub decode_joules: Option<f64>,
 }
 
 /// How one step's requests were made, in the fields of the comparison key that the pass
@@ -618,6 +704,10 @@ pub struct RunRecord {
     /// and one stream ran at a time.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
     pub logged_draft_acceptance: Option<f64>,
+    /// The run's energy from the cell's energy source (`CellInfo::energy`), where it has one
+    /// and one stream ran at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<RunEnergy>,
     /// The server's `usage` object, verbatim within [`super::bounded`]'s bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
@@ -749,6 +839,7 @@ impl CellInfo {
             cache_flush: None,
             probed: None,
             imported_steps: Vec::new(),
+            energy: None,
         }
     }
 
@@ -854,6 +945,7 @@ impl RunRecord {
             server_counters: None,
             thermal_pressure: None,
             logged_draft_acceptance: None,
+            energy: None,
             usage: None,
             timings: None,
             session: None,

@@ -102,8 +102,49 @@ pub fn cached_prompt_tokens(usage: Option<&serde_json::Value>, timings: Option<&
     from_usage.or_else(from_timings).filter(|&n| n <= MAX_COUNT)
 }
 
+/// Joules per output token over the decode span: the decode span's joules ÷ (completion
+/// tokens − 1), the intervals the decode rate counts; `None` where that rate is undefined.
+pub fn joules_per_output_token(energy: Option<&crate::format::RunEnergy>, completion_tokens: Option<u64>) -> Option<f64> {
+    let (joules, n) = (energy?.decode_joules?, completion_tokens?);
+    (n >= 2 && joules.is_finite() && joules >= 0.0).then(|| joules / (n - 1) as f64)
+}
+
+/// Joules per prompt token over prefill: the joules from the request's start to the first
+/// token ÷ prompt tokens (the interval and count of the prefill rate).
+pub fn joules_per_prompt_token(energy: Option<&crate::format::RunEnergy>, prompt_tokens: Option<u64>) -> Option<f64> {
+    let (joules, n) = (energy?.prefill_joules?, prompt_tokens?);
+    (n >= 1 && joules.is_finite() && joules >= 0.0).then(|| joules / n as f64)
+}
+
+/// Mean power over the run: its joules ÷ its seconds.
+pub fn mean_watts(energy: Option<&crate::format::RunEnergy>) -> Option<f64> {
+    let e = energy?;
+    let w = e.joules / e.seconds;
+    (e.seconds > 0.0 && w.is_finite() && w >= 0.0).then_some(w)
+}
+
+/// The run's joules above the cell's idle baseline: joules − idle watts × seconds.
+pub fn joules_above_idle(energy: Option<&crate::format::RunEnergy>, idle_watts: Option<f64>) -> Option<f64> {
+    let (e, idle) = (energy?, idle_watts?);
+    let above = e.joules - idle * e.seconds;
+    above.is_finite().then_some(above)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn energy_figures_by_hand() {
+        use crate::format::RunEnergy;
+        // 30 J over 2 s: 1.5 J of prefill for 300 prompt tokens, 27 J of decode for 10 tokens.
+        let e = RunEnergy { joules: 30.0, seconds: 2.0, prefill_joules: Some(1.5), decode_joules: Some(27.0) };
+        assert_eq!(super::joules_per_output_token(Some(&e), Some(10)), Some(3.0), "27 J over 9 intervals");
+        assert_eq!(super::joules_per_output_token(Some(&e), Some(1)), None);
+        assert_eq!(super::joules_per_prompt_token(Some(&e), Some(300)), Some(0.005));
+        assert_eq!(super::mean_watts(Some(&e)), Some(15.0));
+        assert_eq!(super::joules_above_idle(Some(&e), Some(4.0)), Some(22.0), "30 − 4 W × 2 s");
+        assert_eq!(super::mean_watts(Some(&RunEnergy { seconds: 0.0, ..e })), None);
+    }
+
     use super::*;
 
     #[test]

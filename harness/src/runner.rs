@@ -876,6 +876,11 @@ async fn run_one(target: &Target<'_>, job: &Job, due: Due) -> RunRecord {
         tokio::time::sleep(wait).await;
     }
     let times = metrics::event_times(&outcome.events);
+    // The machine's energy measures one run only where no other stream runs beside it.
+    let energy = match target.machine.and_then(|m| m.energy()) {
+        Some(e) if concurrency == 1 => e.over_run(started, times.ttft_ms, times.decode_ms, ended).await,
+        _ => None,
+    };
     let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt.text_for_counting(), job.max_tokens, &outcome).await;
     let cached_prompt_tokens = metrics::cached_prompt_tokens(outcome.usage.as_ref(), outcome.timings.as_ref());
     // Said only where it can be: a run that failed before any event says nothing either way.
@@ -911,6 +916,7 @@ async fn run_one(target: &Target<'_>, job: &Job, due: Due) -> RunRecord {
         server_counters,
         thermal_pressure: machine.thermal,
         logged_draft_acceptance,
+        energy,
         usage: outcome.usage,
         timings: outcome.timings,
         session: job.session,

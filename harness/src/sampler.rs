@@ -102,7 +102,148 @@ impl Changes {
 pub struct MachineSampler {
     changes: Mutex<Changes>,
     stop: AtomicBool,
+    /// The energy source's series, on a thread of its own; `None` where the sampler was
+    /// started without one (a test's).
+    energy: Option<Arc<EnergySampling>>,
 }
+
+/// How often an energy source is read: a counter read is one file or one driver call per
+/// domain, so a run's two ends are read off readings at most this far from them
+/// (docs/metrics.md "Energy").
+pub const ENERGY_INTERVAL: Duration = Duration::from_millis(100);
+/// Readings kept: 20 minutes at [`ENERGY_INTERVAL`], longer than any run's wait for its record.
+const ENERGY_KEEP: usize = 12_000;
+
+/// What the energy thread found and read.
+pub struct EnergySampling {
+    /// The source, domain and reading, or why there is none.
+    pub found: Result<(benchpass_format::EnergySource, String, benchpass_format::EnergyReading), String>,
+    pub interval: Duration,
+    readings: Mutex<VecDeque<(Instant, f64)>>,
+    stop: AtomicBool,
+}
+
+impl EnergySampling {
+    /// Starts `open` on a thread of its own (a meter need not be `Send`: macOS's holds
+    /// CoreFoundation handles) and reads it every `every` until dropped; returns once the meter
+    /// is open or has said why not.
+    pub fn start(open: impl FnOnce() -> Result<Box<dyn crate::platform::energy::Meter>, String> + Send + 'static, every: Duration) -> Arc<EnergySampling> {
+        let (tell, told) = std::sync::mpsc::channel();
+        let (give, given) = std::sync::mpsc::channel::<Arc<EnergySampling>>();
+        let spawned = std::thread::Builder::new().name("energy-sampler".into()).spawn(move || {
+            crate::platform::spawn::outside_the_timed_path();
+            let mut meter = match open() {
+                Ok(meter) => meter,
+                Err(why) => {
+                    let _ = tell.send(Err(why));
+                    return;
+                }
+            };
+            let first = meter.read();
+            let _ = tell.send(Ok((meter.source(), meter.domain(), meter.reading())));
+            let Ok(shared) = given.recv() else { return };
+            let record = |value: Option<f64>, lag: Duration| {
+                if let Some(v) = value.filter(|v| v.is_finite()) {
+                    let mut readings = shared.readings.lock().unwrap_or_else(|e| e.into_inner());
+                    readings.push_back((Instant::now() - lag, v));
+                    while readings.len() > ENERGY_KEEP {
+                        readings.pop_front();
+                    }
+                }
+            };
+            record(first, meter.lag());
+            while !shared.stop.load(Ordering::Relaxed) {
+                if !meter.blocks_for_its_interval() {
+                    std::thread::sleep(every);
+                }
+                record(meter.read(), meter.lag());
+            }
+        });
+        let found = match spawned {
+            Ok(_) => told.recv().unwrap_or_else(|_| Err("the energy sampler stopped".to_owned())),
+            Err(e) => Err(format!("cannot start the energy sampler ({e})")),
+        };
+        let sampling = Arc::new(EnergySampling { found, interval: every, readings: Mutex::new(VecDeque::new()), stop: AtomicBool::new(false) });
+        let _ = give.send(Arc::clone(&sampling));
+        sampling
+    }
+
+    /// Joules between `from` and `to` from the readings ([`crate::platform::energy::series`]);
+    /// `None` without a source or readings that reach both ends.
+    pub fn joules_between(&self, from: Instant, to: Instant) -> Option<f64> {
+        let (_, _, reading) = self.found.as_ref().ok()?;
+        let readings = self.readings.lock().unwrap_or_else(|e| e.into_inner());
+        let origin = readings.front()?.0.min(from);
+        let secs = |t: Instant| t.duration_since(origin).as_secs_f64();
+        let points: Vec<(f64, f64)> = readings.iter().map(|&(t, v)| (secs(t), v)).collect();
+        crate::platform::energy::series::joules_between(*reading, &points, secs(from), secs(to))
+    }
+
+    /// Whether a reading was taken at or after `t`.
+    fn reaches(&self, t: Instant) -> bool {
+        self.readings.lock().unwrap_or_else(|e| e.into_inner()).back().is_some_and(|(at, _)| *at >= t)
+    }
+
+    /// Waits (outside any run's timed path) until a reading at or after `t` is in, at most
+    /// three intervals and a lag; `false` where none came.
+    pub async fn wait_past(&self, t: Instant) -> bool {
+        let give_up = t + self.interval * 3 + self.interval / 2 + Duration::from_millis(50);
+        while !self.reaches(t) {
+            if self.found.is_err() || Instant::now() > give_up {
+                return false;
+            }
+            tokio::time::sleep(self.interval / 4).await;
+        }
+        true
+    }
+
+    /// A run's energy: from `started` to `ended`, split at the first token (`ttft_ms` after
+    /// `started`) and at the last token event (`decode_ms` after it).
+    pub async fn over_run(&self, started: Instant, ttft_ms: Option<f64>, decode_ms: Option<f64>, ended: Instant) -> Option<benchpass_format::RunEnergy> {
+        self.found.as_ref().ok()?;
+        if !self.wait_past(ended).await {
+            return None;
+        }
+        let after = |ms: f64| (ms.is_finite() && ms >= 0.0).then(|| started + Duration::from_secs_f64(ms / 1e3)).filter(|t| *t <= ended);
+        let first_token = ttft_ms.and_then(after);
+        let last_token = ttft_ms.zip(decode_ms).and_then(|(t, d)| after(t + d));
+        Some(benchpass_format::RunEnergy {
+            joules: self.joules_between(started, ended)?,
+            seconds: ended.duration_since(started).as_secs_f64(),
+            prefill_joules: first_token.and_then(|f| self.joules_between(started, f)),
+            decode_joules: first_token.zip(last_token).and_then(|(f, l)| self.joules_between(f, l)),
+        })
+    }
+
+    /// The cell's energy provenance, with the idle baseline: `idle` of sampling from now,
+    /// waited here (the engine loaded, no request in flight); mean watts over it.
+    pub async fn cell_energy(&self, idle: Duration) -> benchpass_format::CellEnergy {
+        let (source, domain, reading) = match &self.found {
+            Ok(found) => found.clone(),
+            Err(why) => return benchpass_format::CellEnergy { unavailable: Some(why.clone()), ..Default::default() },
+        };
+        let mut energy = benchpass_format::CellEnergy {
+            source: Some(source),
+            domain,
+            reading: Some(reading),
+            interval_ms: self.interval.as_millis() as u64,
+            ..Default::default()
+        };
+        // From the first reading taken from now on, so that a reading holds each end.
+        let now = Instant::now();
+        let first = if self.wait_past(now).await { self.readings.lock().unwrap_or_else(|e| e.into_inner()).back().map(|(t, _)| *t) } else { None };
+        if let (false, Some(from)) = (idle.is_zero(), first) {
+            let to = from + idle;
+            tokio::time::sleep_until(to).await;
+            if self.wait_past(to).await {
+                energy.idle_ms = idle.as_millis() as u64;
+                energy.idle_watts = self.joules_between(from, to).map(|j| j / to.duration_since(from).as_secs_f64()).filter(|w| w.is_finite());
+            }
+        }
+        energy
+    }
+}
+
 
 /// The running sampler; dropping it stops the sampling.
 pub struct Sampling(Arc<MachineSampler>);
@@ -117,6 +258,9 @@ impl std::ops::Deref for Sampling {
 impl Drop for Sampling {
     fn drop(&mut self) {
         self.0.stop.store(true, Ordering::Relaxed);
+        if let Some(energy) = &self.0.energy {
+            energy.stop.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -128,16 +272,15 @@ impl MachineSampler {
         let thermal = crate::provenance::mac::thermal_pressure_now;
         #[cfg(not(target_os = "macos"))]
         let thermal = || None;
-        Self::start_with(move || Reading { thermal: thermal(), memory: crate::platform::memory_state() }, INTERVAL)
+        let energy = EnergySampling::start(|| crate::platform::energy::open(ENERGY_INTERVAL), ENERGY_INTERVAL);
+        Self::start_with_energy(move || Reading { thermal: thermal(), memory: crate::platform::memory_state() }, INTERVAL, Some(energy))
     }
 
-    /// Samples `read` every `every`, on a thread of its own (a read may block, or start a
-    /// process, and the runtime's threads carry the streams being timed). The first reading is
-    /// taken before this returns, so that a run that begins at once has the level then in force.
-    pub fn start_with(mut read: impl FnMut() -> Reading + Send + 'static, every: Duration) -> Sampling {
+    /// [`MachineSampler::start_with`] with an energy series beside it.
+    pub fn start_with_energy(mut read: impl FnMut() -> Reading + Send + 'static, every: Duration, energy: Option<Arc<EnergySampling>>) -> Sampling {
         let mut changes = Changes::default();
         changes.record(Instant::now(), read());
-        let sampler = Arc::new(MachineSampler { changes: Mutex::new(changes), stop: AtomicBool::new(false) });
+        let sampler = Arc::new(MachineSampler { changes: Mutex::new(changes), stop: AtomicBool::new(false), energy });
         let writer = Arc::clone(&sampler);
         let spawned = std::thread::Builder::new().name("machine-sampler".into()).spawn(move || {
             crate::platform::spawn::outside_the_timed_path();
@@ -154,6 +297,18 @@ impl MachineSampler {
             eprintln!("warning: cannot start the machine sampler ({e}): runs record the state read when the pass began");
         }
         Sampling(sampler)
+    }
+
+    /// The energy series, where the sampler has one.
+    pub fn energy(&self) -> Option<&EnergySampling> {
+        self.energy.as_deref()
+    }
+
+    /// Samples `read` every `every`, on a thread of its own (a read may block, or start a
+    /// process, and the runtime's threads carry the streams being timed). The first reading is
+    /// taken before this returns, so that a run that begins at once has the level then in force.
+    pub fn start_with(read: impl FnMut() -> Reading + Send + 'static, every: Duration) -> Sampling {
+        Self::start_with_energy(read, every, None)
     }
 
     /// The highest thermal level in force between `from` and `to` (see [`Changes::max_over`]).
@@ -309,5 +464,59 @@ mod tests {
         assert_eq!(record(1.5, 4.5).swapped(), Some(true), "100 → 1400 MiB");
         assert_eq!(record(4.2, 5.5).swapped(), Some(false));
         assert_eq!(crate::pass::RunRecord::unmeasured("c0", crate::pass::Workload::Sustained, 0, 0, false, 8).swapped(), None);
+    }
+
+    /// A counter that rises at 10 W on the real clock: the readings are on one line, so every
+    /// interval's energy is 10 J a second, whatever the instants the sampler read it at.
+    struct TenWatts(std::time::Instant);
+
+    impl crate::platform::energy::Meter for TenWatts {
+        fn source(&self) -> benchpass_format::EnergySource {
+            benchpass_format::EnergySource::Rapl
+        }
+        fn domain(&self) -> String {
+            "package".to_owned()
+        }
+        fn reading(&self) -> benchpass_format::EnergyReading {
+            benchpass_format::EnergyReading::Counter
+        }
+        fn read(&mut self) -> Option<f64> {
+            Some(10.0 * self.0.elapsed().as_secs_f64())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_gets_its_energy_split_at_the_first_token_and_the_cell_its_idle_watts() {
+        let every = Duration::from_millis(20);
+        let energy = EnergySampling::start(|| Ok(Box::new(TenWatts(std::time::Instant::now())) as Box<dyn crate::platform::energy::Meter>), every);
+        let sampling = MachineSampler::start_with_energy(Reading::default, every, Some(energy));
+        let e = sampling.energy().unwrap();
+        // Idle baseline: 300 ms at 10 W.
+        let cell = e.cell_energy(Duration::from_millis(300)).await;
+        assert_eq!((cell.source, cell.domain.as_str(), cell.interval_ms, cell.idle_ms), (Some(benchpass_format::EnergySource::Rapl), "package", 20, 300));
+        let idle = cell.idle_watts.unwrap();
+        assert!((idle - 10.0).abs() < 0.05, "{idle} W");
+        // A run of 400 ms: first token at 100 ms, last at 350 ms: 4 J, 1 J of prefill, 2.5 J of decode.
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let ended = started + Duration::from_millis(400);
+        let run = e.over_run(started, Some(100.0), Some(250.0), ended).await.unwrap();
+        assert!((run.joules - 4.0).abs() < 0.02 && (run.seconds - 0.4).abs() < 1e-9, "{run:?}");
+        assert!((run.prefill_joules.unwrap() - 1.0).abs() < 0.02, "{run:?}");
+        assert!((run.decode_joules.unwrap() - 2.5).abs() < 0.02, "{run:?}");
+        // No first token: the total only.
+        let failed = e.over_run(started, None, None, ended).await.unwrap();
+        assert_eq!((failed.prefill_joules, failed.decode_joules), (None, None));
+        // Before the first reading: not measured.
+        assert_eq!(e.joules_between(started - Duration::from_secs(60), started), None);
+    }
+
+    #[tokio::test]
+    async fn without_a_source_the_cell_says_why_and_runs_record_none() {
+        let energy = EnergySampling::start(|| Err("powercap: none here".to_owned()), Duration::from_millis(20));
+        let cell = energy.cell_energy(Duration::from_millis(50)).await;
+        assert_eq!(cell, benchpass_format::CellEnergy { unavailable: Some("powercap: none here".to_owned()), ..Default::default() });
+        let now = Instant::now();
+        assert_eq!(energy.over_run(now, Some(1.0), Some(1.0), now).await, None);
     }
 }

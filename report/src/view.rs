@@ -339,6 +339,7 @@ pub fn tables(steps: &[CellStep]) -> (Vec<Table>, Vec<Note>) {
 /// runs.
 pub fn tables_with_quality(steps: &[CellStep], quality: Option<&[QualityRow]>) -> (Vec<Table>, Vec<Note>) {
     let (mut tables, notes) = speed_tables(steps);
+    energy_columns(&mut tables, steps);
     if let Some(quality) = quality {
         let lanes_differ = steps.iter().any(|s| s.lane != steps[0].lane);
         for table in &mut tables {
@@ -365,6 +366,93 @@ pub fn tables_with_quality(steps: &[CellStep], quality: Option<&[QualityRow]>) -
         }
     }
     (tables, notes)
+}
+
+/// The decode tables gain a last column `energy` where a step of the pass has energy: J per
+/// output token over the decode span and mean watts, each a median over the runs, for the
+/// steps in the row (named by their column where the row has several). The source and domain
+/// are named in the provenance ([`energy_sources`]).
+fn energy_columns(tables: &mut [Table], steps: &[CellStep]) {
+    if !steps.iter().any(|s| s.energy.is_some()) {
+        return;
+    }
+    let lanes_differ = steps.iter().any(|s| s.lane != steps[0].lane);
+    for table in tables.iter_mut() {
+        let workload = match table.title.as_str() {
+            "Sustained decode (tok/s)" => Workload::Sustained,
+            "ppN-tgM: decode (tok/s)" => Workload::PpTg,
+            "Prompt-size matrix: decode (tok/s) · actual prompt tokens" => Workload::PromptMatrix,
+            _ => continue,
+        };
+        let by_engine_only = table.corner == "engine";
+        table.columns.push("energy".to_owned());
+        for row in &mut table.rows {
+            let mut texts = Vec::new();
+            for s in steps.iter().filter(|s| s.workload == workload) {
+                let label = if by_engine_only { engine_label(s, lanes_differ) } else { format!("{} · {}", engine_label(s, lanes_differ), s.family) };
+                if label != row.label || Levels::of(steps).values(s) != row.levels {
+                    continue;
+                }
+                let Some(text) = energy_text(s) else { continue };
+                let named = match workload {
+                    Workload::Sustained if by_engine_only && steps.iter().any(|o| o.workload == workload && o.family != s.family) => Some(s.family.clone()),
+                    Workload::PromptMatrix => Some(s.target_prompt_tokens.to_string()),
+                    Workload::PpTg => Some(format!("pp{}-tg{}", s.target_prompt_tokens, s.max_tokens)),
+                    _ => None,
+                };
+                texts.push(named.map_or(text.clone(), |n| format!("{n}: {text}")));
+            }
+            let text = if texts.is_empty() { "–".to_owned() } else { texts.join("; ") };
+            row.cells.push(Cell { text, ..Cell::default() });
+        }
+    }
+}
+
+/// `0.412 J/tok · 38.1 W`, with the J/token above idle where the cell has a baseline.
+pub fn energy_text(step: &CellStep) -> Option<String> {
+    let e = step.energy.as_ref()?;
+    let per_token = e.joules_per_token.as_ref().map(|m| format!("{:.3} J/tok", m.median));
+    let above = e.joules_per_token_above_idle.map(|j| format!("{j:.3} above idle"));
+    let watts = e.mean_watts.as_ref().map(|m| format!("{:.1} W", m.median));
+    let parts: Vec<String> = [per_token, above, watts].into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+#[derive(Debug, Serialize)]
+pub struct EnergyRow {
+    pub cell: String,
+    /// `rapl:package+dram, counter read every 100 ms; idle 12.3 W over 3 s`, or `unavailable (why)`.
+    pub energy: String,
+}
+
+/// Where each cell's energy came from, for a pass that has energy anywhere (empty otherwise,
+/// and the report is as it was): the source and domain, how it was read, the idle baseline.
+pub fn energy_sources(pass: &Pass) -> Vec<EnergyRow> {
+    if !pass.info.cells.iter().any(|c| c.energy.as_ref().is_some_and(|e| e.source.is_some())) {
+        return Vec::new();
+    }
+    pass.info
+        .cells
+        .iter()
+        .map(|c| {
+            let energy = match &c.energy {
+                None => "not measured".to_owned(),
+                Some(e) if e.source.is_none() => format!("unavailable ({})", e.unavailable.as_deref().unwrap_or("no source")),
+                Some(e) => {
+                    let how = match e.reading {
+                        Some(benchpass_format::EnergyReading::SampledPower) => "power sampled",
+                        _ => "counter read",
+                    };
+                    let idle = match e.idle_watts {
+                        Some(w) => format!("; idle {w:.1} W over {:.1} s", e.idle_ms as f64 / 1e3),
+                        None => "; no idle baseline".to_owned(),
+                    };
+                    format!("{}, {how} every {} ms{idle}", e.key(), e.interval_ms)
+                }
+            };
+            EnergyRow { cell: c.id.clone(), energy }
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]

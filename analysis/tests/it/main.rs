@@ -3,6 +3,7 @@
 
 mod agent_cells;
 mod coverage;
+mod energy;
 mod fixtures;
 mod hand_worked;
 mod key_fixtures;

@@ -10,6 +10,7 @@ mod busy_port;
 mod cache_clear;
 mod cache_flush;
 mod cli;
+mod energy;
 mod engine_facts;
 mod csv_io;
 mod demo;

@@ -18,6 +18,9 @@ const FIELDS: &[&str] = &[
     "system-sleep",
     "swapped",
     "weights-mapped",
+    "prefill_joules",
+    "decode_joules",
+    "idle_watts",
 ];
 
 #[test]

@@ -748,6 +748,13 @@ impl Shared<'_> {
     }
 }
 
+/// How long the idle baseline before each cell samples energy: `BENCHPASS_ENERGY_IDLE_S`
+/// seconds (whole seconds, at most 600), else 3 (docs/metrics.md "Energy").
+fn idle_baseline() -> std::time::Duration {
+    let secs = std::env::var("BENCHPASS_ENERGY_IDLE_S").ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(3).min(600);
+    std::time::Duration::from_secs(secs)
+}
+
 /// Runs `pass`: each cell in its turns (its engine started fresh, or its server probed and
 /// flushed), its steps with their gaps, every run appended as it ends; the pass of
 /// `options.resume` finished instead of a new one, where given.
@@ -766,6 +773,8 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
     // One sampler of the machine's state for the whole pass, beside the runs: no run reads the
     // OS itself. And the machine kept awake until the pass ends (platform::awake).
     let machine = crate::sampler::MachineSampler::start();
+    // Said once, when the first cell is ready (a pass that reaches no server says only that).
+    let mut energy_said = false;
     let awake = crate::platform::awake::keep_awake();
     anyhow::ensure!(
         !pass.form.ready_before_the_pass() || (visits.len() == 1 && pass.cells.iter().all(|c| c.start.is_none()) && options.resume.is_none()),
@@ -945,6 +954,23 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             }
         };
         shared.record(&mut info, cell, &ready);
+        // The cell's energy source, and its idle baseline: the engine loaded, no request sent.
+        // Once per cell: a cell of an interleaved schedule keeps its first visit's baseline.
+        let has_energy = info.cells.iter().any(|c| c.id == cell.id && c.energy.is_some());
+        if let Some(energy) = machine.energy().filter(|_| !has_energy) {
+            let idle = if energy.found.is_ok() { idle_baseline() } else { std::time::Duration::ZERO };
+            if !idle.is_zero() {
+                progress.note(&format!("  energy: idle baseline, {} s", idle.as_secs()));
+            }
+            if let (Err(why), false) = (&energy.found, energy_said) {
+                eprintln!("energy: unavailable ({})", crate::progress::printable(why));
+                energy_said = true;
+            }
+            let measured = energy.cell_energy(idle).await;
+            if let Some(c) = info.cells.iter_mut().find(|c| c.id == cell.id) {
+                c.energy = Some(measured);
+            }
+        }
         writer.update_info(&info)?;
 
         let base = &ready.base;

@@ -40,6 +40,7 @@ mod unix;
 pub mod lsof;
 pub mod readings;
 pub mod awake;
+pub mod energy;
 
 /// The user's home folder: `HOME`, else (Windows, where HOME is usually unset) `USERPROFILE`.
 pub fn home_dir() -> Option<std::path::PathBuf> {

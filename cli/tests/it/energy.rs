@@ -1,0 +1,101 @@
+//! Energy through `benchpass run` against the reference engine, from a fake powercap tree
+//! (`BENCHPASS_POWERCAP_ROOT`) that a thread of the test advances at a known power: the idle
+//! baseline, each run's energy and J/token, the report's energy column and the source named
+//! in its provenance, the leaderboard's energy rows.
+
+#![cfg(unix)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::pass::read_pass;
+
+use crate::support::*;
+
+/// The counter's range: 1000 J, so that a pass of a few seconds at 20 W wraps it.
+const MAX_UJ: u64 = 1_000_000_000;
+const WATTS: f64 = 20.0;
+
+/// A powercap tree with one package zone, its counter 5 J below the top of its range.
+fn fake_powercap(root: &Path) {
+    let zone = root.join("intel-rapl:0");
+    std::fs::create_dir_all(&zone).unwrap();
+    std::fs::write(zone.join("name"), "package-0\n").unwrap();
+    std::fs::write(zone.join("max_energy_range_uj"), format!("{MAX_UJ}\n")).unwrap();
+    std::fs::write(zone.join("energy_uj"), format!("{}\n", MAX_UJ - 5_000_000)).unwrap();
+}
+
+/// Advances the counter as a package drawing [`WATTS`] would, every 5 ms, until `stop`.
+fn advance(root: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let path = root.join("intel-rapl:0/energy_uj");
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            let uj = (MAX_UJ - 5_000_000 + (WATTS * 1e6 * start.elapsed().as_secs_f64()) as u64) % MAX_UJ;
+            // Written whole, then renamed: a read never sees half a number.
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, format!("{uj}\n")).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+}
+
+#[test]
+fn a_pass_on_a_machine_with_rapl_records_energy_per_run_and_the_report_shows_joules_per_token() {
+    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let root = tmp.path().join("powercap");
+    fake_powercap(&root);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = advance(&root, Arc::clone(&stop));
+    let out = pass_dir(&tmp);
+    // 4 runs of 64 tokens at 200 tokens/s: 63 decode intervals of 5 ms, 0.315 s each.
+    let output = std::process::Command::new(BENCHPASS)
+        .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
+        .args(["--runs", "4", "--max-tokens", "64", "--ignore-eos", "--out", out.to_str().unwrap()])
+        .env("BENCHPASS_POWERCAP_ROOT", &root)
+        .env("BENCHPASS_ENERGY_IDLE_S", "1")
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let pass = read_pass(&out).unwrap();
+
+    // The cell names its source, domain and interval; its idle baseline is the counter's 20 W.
+    let energy = pass.info.cells[0].energy.as_ref().expect("the cell records its energy");
+    assert_eq!((energy.source, energy.domain.as_str(), energy.interval_ms, energy.idle_ms), (Some(harness::pass::EnergySource::Rapl), "package", 100, 1000));
+    let idle = energy.idle_watts.expect("an idle baseline");
+    assert!((idle - WATTS).abs() < 1.0, "idle {idle} W");
+
+    // Every run measured through the wrap: about 20 W, and 20 W × 5 ms = 0.1 J per output token.
+    let measured: Vec<_> = pass.runs.iter().filter(|r| !r.warmup).collect();
+    assert_eq!(measured.len(), 4, "{stderr}");
+    for run in &measured {
+        let e = run.energy.as_ref().unwrap_or_else(|| panic!("run {} has no energy: {stderr}", run.rep));
+        let watts = harness::pass::metrics::mean_watts(Some(e)).unwrap();
+        assert!((watts - WATTS).abs() < 2.0, "{watts} W: {e:?}");
+        let per_token = harness::pass::metrics::joules_per_output_token(Some(e), run.completion_tokens).unwrap();
+        assert!((per_token - 0.1).abs() < 0.015, "{per_token} J/token: {e:?}, {:?} ms decode", run.decode_ms);
+        assert!(e.prefill_joules.is_some_and(|j| j >= 0.0), "{e:?}");
+    }
+
+    // The report: the energy column beside tok/s, and the source in the provenance.
+    let report = tmp.path().join("report");
+    let rendered = benchpass(&["report", out.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("| energy |"), "{md}");
+    assert!(md.contains(" J/tok · "), "{md}");
+    assert!(md.contains("rapl:package, counter read every 100 ms; idle "), "{md}");
+    // The leaderboard: energy rows named with their source and domain.
+    let csv = benchpass(&["leaderboard", out.to_str().unwrap()]);
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    let row = csv.lines().find(|l| l.contains(",joules_per_token:rapl:package,J/token,")).unwrap_or_else(|| panic!("{csv}"));
+    let median: f64 = row.split(',').nth(12).unwrap().parse().unwrap();
+    assert!((median - 0.1).abs() < 0.015, "{row}");
+}
