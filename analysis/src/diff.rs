@@ -391,7 +391,7 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
             .iter()
             .filter(|(x, y)| attribution(x, y).0 == Attribution::None && pair_metrics(x, y).contains(&metric))
             .filter_map(|(x, y)| {
-                let row = judge(x, y, metric, 0.0, &cell_reasons(&pass_reasons, a_pass, x, b_pass, y));
+                let row = judge(x, y, metric, 0.0, &cell_reasons(&pass_reasons, a_pass, x, b_pass, y), checks(a_pass, b_pass));
                 (row.verdict != Verdict::Incomparable).then_some(log_change(row.a_median?, row.b_median?)?.abs())
             })
             .collect();
@@ -411,7 +411,7 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
                 for &metric in pair_metrics(step_a, step_b) {
                     // Control cells define the drift; everything else must clear it.
                     let widen = if control { 0.0 } else { drift.iter().find(|d| d.metric == metric).map_or(0.0, |d| d.max_abs_delta) };
-                    rows.push(DiffRow { model: key(step_a).1, ..judge(step_a, step_b, metric, widen, &reasons) });
+                    rows.push(DiffRow { model: key(step_a).1, ..judge(step_a, step_b, metric, widen, &reasons, checks(a_pass, b_pass)) });
                 }
             }
             None => {
@@ -687,7 +687,14 @@ fn unmatched(step: &CellStep, metric: MetricKind, verdict: Verdict) -> DiffRow {
     }
 }
 
-fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reasons: &[Reason]) -> DiffRow {
+/// Each pass's self-check (`crate::floor`), A's then B's.
+type Checks<'a> = [Option<&'a benchpass_format::format::SelfCheck>; 2];
+
+fn checks<'a>(a_pass: &'a Pass, b_pass: &'a Pass) -> Checks<'a> {
+    [a_pass, b_pass].map(|p| p.info.measurer.as_ref().and_then(|m| m.self_check.as_ref()))
+}
+
+fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reasons: &[Reason], checks: Checks<'_>) -> DiffRow {
     let (attribution, unhashed) = attribution(a, b);
     let mut reasons: Vec<Reason> = pass_reasons.to_vec();
     reasons.extend(unhashed);
@@ -792,6 +799,21 @@ fn judge(a: &CellStep, b: &CellStep, metric: MetricKind, drift: f64, pass_reason
     row.threshold = Some(call.threshold);
     row.alpha = call.alpha;
     reasons.extend(call.reason);
+    // A change the client itself could have made up is no change of the engines, however
+    // clearly the runs tell it apart.
+    if let Some(floor) = crate::floor::relative_floor(metric, checks[0], checks[1], a, b) {
+        row.threshold = Some(call.threshold.max(floor));
+        let change = log_change(median_a, median_b).unwrap_or(0.0);
+        if change.abs() <= floor.ln_1p() {
+            if matches!(row.verdict, Verdict::Faster | Verdict::Slower) {
+                row.verdict = Verdict::WithinNoise;
+            }
+            reasons.push(Reason::new(
+                ReasonCode::BelowFloor,
+                format!("{:+.2} % against ±{:.2} %", (change.exp() - 1.0) * 100.0, floor * 100.0),
+            ));
+        }
+    }
     row.reasons = reasons;
     row
 }

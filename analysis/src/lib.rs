@@ -9,6 +9,7 @@ pub mod agent;
 pub mod band;
 pub mod cells;
 pub mod diff;
+pub mod floor;
 pub mod key;
 pub mod leaderboard;
 pub mod quality;

@@ -35,6 +35,9 @@ pub enum ReasonCode {
     /// Under `--request-rate`, the achieved request rate fell short of the offered one by more
     /// than `serving::RATE_MARGIN`.
     RateNotHeld,
+    /// A diff's change is within the client's own timing error, measured by the passes'
+    /// self-checks against the reference engine (`crate::floor`).
+    BelowFloor,
 }
 
 impl ReasonCode {
@@ -63,6 +66,7 @@ impl ReasonCode {
             ReasonCode::PrefixCached => "prefix-cached",
             ReasonCode::Damaged => "damaged",
             ReasonCode::RateNotHeld => "rate-not-held",
+            ReasonCode::BelowFloor => "below-floor",
         }
     }
 
@@ -91,6 +95,7 @@ impl ReasonCode {
             ReasonCode::PrefixCached => "the server said it served much of the prompt from its prefix cache in some runs: their TTFT and prefill rate are warm figures, not a cold prompt's",
             ReasonCode::Reconciliation => "benchpass's decode rate and the server's own timings disagree by more than 5 %: an engine that buffers tokens, or a client that mis-times",
             ReasonCode::RateNotHeld => "the requests were not served at the rate asked for (the achieved rate is more than 5 % below the rate the schedule offered): the client or the server could not keep up, so these are the figures of an overloaded server, not of one holding the rate; read the latencies from the schedule",
+            ReasonCode::BelowFloor => "the change is within the client's own timing error, measured on these machines by the passes' self-checks against the reference engine: it says nothing about the engines",
             ReasonCode::Damaged => "the pass's runs.jsonl holds lines that could not be read (or a last line cut short): the runs they held, of whichever cell, are missing from these figures",
         }
     }

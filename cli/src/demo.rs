@@ -61,6 +61,7 @@ pub fn run(pass_id: &str, pass_dir: &Path, report_dir: &Path, progress: Progress
     options.out = Some(pass_dir.to_path_buf());
     options.pass_id = Some(pass_id.to_owned());
     options.progress = progress;
+    options.self_check = Some(crate::start_self_check_engine()?);
     let summary = runtime.block_on(run_pass(options))?;
     finish(&summary.dir, report_dir)
 }

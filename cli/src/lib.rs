@@ -231,8 +231,32 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
         // What of runs.jsonl could not be read; empty for a whole pass.
         "damaged": pass.damage_notes(),
         "steps": json_steps,
+        "measurer": analysis::floor::floor(&pass.info).map(|f| measurer_json(&f)),
     });
     Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json, next: next_step(&pass.runs, dir) })
+}
+
+/// What measuring cost benchpass and its self-check (docs/metrics.md, "What measuring costs").
+fn measurer_json(f: &analysis::floor::Floor) -> serde_json::Value {
+    serde_json::json!({
+        "cpu_seconds": f.cpu_seconds,
+        "wall_seconds": f.wall_seconds,
+        "streamed_tokens": f.streamed_tokens,
+        "stream_events": f.stream_events,
+        "us_per_token": f.us_per_token,
+        "us_per_event": f.us_per_event,
+        "core_share": f.core_share,
+        "clock_tick_ns": f.clock_tick_ns,
+        "self_check": f.self_check.as_ref().map(|c| serde_json::json!({
+            "streams": c.streams,
+            "requests": c.requests,
+            "max_tokens": c.max_tokens,
+            "ttft_error_median_ms": c.ttft_error_median_ms,
+            "ttft_error_max_ms": c.ttft_error_max_ms,
+            "decode_error_median": c.decode_error_median,
+            "decode_error_max": c.decode_error_max,
+        })),
+    })
 }
 
 /// A step's serving figures (docs/metrics.md, "Serving under concurrency"), latencies in ms.
@@ -450,6 +474,40 @@ pub fn quality(reference_arg: &str, passes: &[PathBuf], format: Format) -> anyho
     })
 }
 
+/// The reference engine the self-check holds the client to (`harness::self_check`): `benchpass
+/// sim` with its `timings`, a 10 ms base latency and 200 tok/s one token an event, on the
+/// kernel's precise timer, served on loopback from a thread and runtime of its own (the
+/// client's workers are not its) until the process ends.
+pub fn start_self_check_engine() -> anyhow::Result<harness::self_check::SelfCheckServer> {
+    let profile = sim::SimProfile {
+        base_latency_ms: 10.0,
+        decode_tps: 200.0,
+        tokens_per_event: 1,
+        timings: true,
+        precise_timer: true,
+        ..sim::SimProfile::default()
+    };
+    let model = profile.model.clone();
+    let (bound, address) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("self-check engine".to_owned()).spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(e) => return drop(bound.send(Err(anyhow::Error::from(e)))),
+        };
+        runtime.block_on(async move {
+            match sim::bind(([127, 0, 0, 1], 0).into()).await.and_then(|l| Ok((l.local_addr()?, l))) {
+                Ok((addr, listener)) => {
+                    let _ = bound.send(Ok(addr));
+                    let _ = sim::serve(profile, listener).await;
+                }
+                Err(e) => drop(bound.send(Err(e))),
+            }
+        });
+    })?;
+    let addr = address.recv().context("the self-check's reference engine did not start")??;
+    Ok(harness::self_check::SelfCheckServer { base_url: format!("http://{addr}"), model })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,3 +543,4 @@ mod tests {
         assert!(next_step(&runs, Path::new("d")).starts_with("next: benchpass report d "));
     }
 }
+

@@ -207,6 +207,13 @@ struct RunArgs {
     /// A plan file (TOML); see docs/plans.md. Without it, --url and --model say what to measure.
     #[arg(value_name = "PLAN.toml", conflicts_with_all = ["url", "model"])]
     plan: Option<PathBuf>,
+    /// Skip the self-check: before the first cell, benchpass streams a few requests (under a
+    /// second) from the reference engine on loopback, at the pass's stream count (up to 32), and
+    /// records how far its own TTFT and decode rate were from when that engine sent its tokens;
+    /// the report prints it, and a diff calls no change smaller than it (docs/metrics.md, "What
+    /// measuring costs").
+    #[arg(long, env = "BENCHPASS_NO_SELF_CHECK")]
+    no_self_check: bool,
     /// Exit 0 when the pass is recorded even if some of its runs failed (they are recorded as
     /// failed either way). Without it, failed runs make the exit status 3.
     #[arg(long)]
@@ -975,6 +982,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         hash_cache: args.hash_cache,
         api_key_env: args.api_key_env,
         resume: args.resume,
+        self_check: self_check(args.no_self_check)?,
     };
     let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
     let resume = format!(
@@ -983,6 +991,14 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         harness::progress::printable(&summary.dir.display().to_string())
     );
     report_summary(&summary, args.allow_failures, shown, &resume)
+}
+
+/// The reference engine the self-check needs, started unless `--no-self-check`.
+fn self_check(skip: bool) -> anyhow::Result<Option<harness::self_check::SelfCheckServer>> {
+    if skip {
+        return Ok(None);
+    }
+    benchpass::start_self_check_engine().map(Some)
 }
 
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -1081,11 +1097,13 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         out: args.out,
         pass_id: args.pass_id,
         progress: progress_mode(args.progress),
+        self_check: None,
     };
     if args.dry_run {
         print!("{}", harness::runner::dry_run(&options));
         return Ok(ExitCode::SUCCESS);
     }
+    let options = RunOptions { self_check: self_check(args.no_self_check)?, ..options };
     let summary = runtime()?.block_on(run_pass(options))?;
     report_summary(&summary, allow_failures, shown, "a pass against --url is not resumed: run it again")
 }

@@ -37,6 +37,51 @@ pub struct PassInfo {
     /// before it was recorded and in imported ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_awake: Option<crate::machine::KeepAwake>,
+    /// What measuring cost benchpass in this session of the pass and how far its clock can be
+    /// trusted on this machine (docs/metrics.md, "What measuring costs"); absent in passes from
+    /// before it was recorded and in imported ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurer: Option<Measurer>,
+}
+
+/// The measurer's own cost and accuracy over one session of a pass (a resumed pass: its last
+/// session, the one [`PassInfo::harness_cpu_seconds`] covers too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurer {
+    /// Monotonic seconds from the session's start to its end: the span the CPU time is over.
+    #[serde(with = "float")]
+    pub wall_seconds: f64,
+    /// Completion tokens benchpass streamed in the session (warmups and failed runs included:
+    /// the CPU time covers them too).
+    pub streamed_tokens: u64,
+    /// Stream events benchpass read in the session (those it kept and the empty ones).
+    pub stream_events: u64,
+    /// The smallest step the monotonic clock was seen to take between two reads in a row, in
+    /// nanoseconds: its resolution as benchpass sees it, the cost of a read included.
+    pub clock_tick_ns: u64,
+    /// The client against the reference engine on loopback, just before the first cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check: Option<SelfCheck>,
+}
+
+/// What the self-check measured: benchpass's TTFT and decode rate against when the reference
+/// engine says it actually sent the first and last tokens (its `timings`), on this machine,
+/// at this pass's concurrency (capped), minutes before the pass's own runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelfCheck {
+    pub streams: u32,
+    pub requests: u32,
+    pub max_tokens: u64,
+    /// |client TTFT − the engine's first-token send time|, median and largest, in ms.
+    #[serde(with = "float")]
+    pub ttft_error_median_ms: f64,
+    #[serde(with = "float")]
+    pub ttft_error_max_ms: f64,
+    /// |client decode rate ÷ the engine's send rate − 1|, median and largest.
+    #[serde(with = "float")]
+    pub decode_error_median: f64,
+    #[serde(with = "float")]
+    pub decode_error_max: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -906,6 +951,7 @@ impl PassInfo {
             harness_cpu_seconds: None,
             imported_from: None,
             keep_awake: None,
+            measurer: None,
         }
     }
 }

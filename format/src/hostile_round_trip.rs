@@ -200,6 +200,21 @@ impl Gen {
         cell.cache_flush = Some(CacheFlushRecord { request: self.string(), status: Some(599), flushed: false, detail: self.maybe(Gen::string) });
         let mut info = PassInfo::synthetic("hostile", self.string(), vec![cell]);
         info.harness_cpu_seconds = self.maybe(Gen::float);
+        info.measurer = self.maybe(|g| Measurer {
+            wall_seconds: g.float(),
+            streamed_tokens: g.int(),
+            stream_events: g.int(),
+            clock_tick_ns: g.int(),
+            self_check: g.maybe(|g| SelfCheck {
+                streams: g.int() as u32,
+                requests: g.int() as u32,
+                max_tokens: g.int(),
+                ttft_error_median_ms: g.float(),
+                ttft_error_max_ms: g.float(),
+                decode_error_median: g.float(),
+                decode_error_max: g.float(),
+            }),
+        });
         let step = Step { workload: Workload::Sustained, target_prompt_tokens: 0, max_tokens: u64::MAX, warmup: u32::MAX, runs: 1, ignore_eos: false, duration_s: None, top_logprobs: None, concurrency: None };
         info.request = Some(RequestParams {
             api: self.string(),

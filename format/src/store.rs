@@ -187,6 +187,7 @@ pub fn write_imported(
         harness_cpu_seconds: None,
         imported_from,
         keep_awake: None,
+        measurer: None,
     };
     let mut writer = PassWriter::create(dir, &info)?;
     for run in runs {

@@ -23,6 +23,7 @@ pub mod provenance;
 pub mod runner;
 pub mod sse;
 pub mod sampler;
+pub mod self_check;
 pub mod tls;
 pub mod tokens;
 pub mod workloads;

@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     pub pass_id: Option<String>,
     pub progress: crate::progress::ProgressMode,
+    /// The reference engine to check the client against before the first run (`None`:
+    /// `--no-self-check`, or a caller that has none).
+    pub self_check: Option<crate::self_check::SelfCheckServer>,
 }
 
 impl RunOptions {
@@ -90,6 +93,7 @@ impl RunOptions {
             out: None,
             pass_id: None,
             progress: crate::progress::ProgressMode::Quiet,
+            self_check: None,
         }
     }
 
@@ -147,6 +151,10 @@ pub struct PassSummary {
     pub n_short: usize,
     /// Every source the successful runs' token counts came from.
     pub token_count_sources: Vec<TokenCountSource>,
+    /// Completion tokens and stream events of every run this session recorded (the
+    /// measurer's cost is per token and per event of them).
+    pub streamed_tokens: u64,
+    pub stream_events: u64,
 }
 
 /// One request to make: a step's warmup or measured repetition with its prompt cut.
@@ -385,6 +393,7 @@ pub(crate) fn new_pass_info(pass_id: String, started_at: String, cells: Vec<Cell
         harness_cpu_seconds: None,
         imported_from: None,
         keep_awake: None,
+        measurer: None,
     }
 }
 
@@ -396,6 +405,8 @@ pub(crate) fn new_summary(dir: &std::path::Path) -> PassSummary {
         n_failed: 0,
         n_short: 0,
         token_count_sources: Vec::new(),
+        streamed_tokens: 0,
+        stream_events: 0,
     }
 }
 
@@ -561,6 +572,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         hash_cache: options.hash_cache.clone(),
         api_key_env: options.api_key_env.clone(),
         resume: None,
+        self_check: options.self_check.clone(),
     };
     crate::plan::run::execute(&options.as_plan(), run).await
 }
@@ -579,20 +591,39 @@ pub(crate) fn record_cell_memory(info: &mut PassInfo, cell_id: &str, sampler: Op
     true
 }
 
-/// Final status, finish time and CPU used, written to `pass.json`.
-pub(crate) fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, cpu_at_start: Option<f64>) -> anyhow::Result<()> {
+/// What a session of a pass measures of benchpass itself from its start: the CPU time and
+/// monotonic clock then, the clock's tick and the self-check's result.
+pub(crate) struct SessionStart {
+    pub cpu_seconds: Option<f64>,
+    pub at: std::time::Instant,
+    pub clock_tick_ns: u64,
+    pub self_check: Option<benchpass_format::format::SelfCheck>,
+}
+
+/// Final status, finish time, CPU used and the rest of the measurer's cost, written to
+/// `pass.json`.
+pub(crate) fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSummary, session: SessionStart) -> anyhow::Result<()> {
     info.status = summary.status;
     info.finished_at = Some(provenance::utc_now_rfc3339());
-    info.harness_cpu_seconds = match (cpu_at_start, provenance::process_cpu_seconds()) {
+    info.harness_cpu_seconds = match (session.cpu_seconds, provenance::process_cpu_seconds()) {
         (Some(start), Some(end)) => Some(end - start),
         _ => None,
     };
+    info.measurer = Some(benchpass_format::format::Measurer {
+        wall_seconds: session.at.elapsed().as_secs_f64(),
+        streamed_tokens: summary.streamed_tokens,
+        stream_events: summary.stream_events,
+        clock_tick_ns: session.clock_tick_ns,
+        self_check: session.self_check,
+    });
     writer.update_info(info)?;
     Ok(())
 }
 
 pub(crate) fn tally(summary: &mut PassSummary, run: &RunRecord) {
     summary.n_runs += 1;
+    summary.streamed_tokens += run.completion_tokens.unwrap_or(0);
+    summary.stream_events += run.events.len() as u64 + run.empty_events;
     if run.is_error() {
         summary.n_failed += 1;
     } else if is_short_stop(run) {

@@ -112,5 +112,10 @@ pub fn render_markdown(pass: &Pass, steps: &[CellStep]) -> String {
             let _ = writeln!(out, "{} `{}`: {}  ", crate::md_marks(note.mark), note.code, md(&note.text));
         }
     }
+    // What benchpass itself cost, where the pass recorded it (docs/metrics.md, "What measuring
+    // costs").
+    if pass.info.measurer.is_some() {
+        let _ = writeln!(out, "\nMeasuring cost: {}. Self-check: {}.", md(&crate::view::measuring_cost(pass)), md(&crate::view::self_check_text(pass)));
+    }
     out
 }

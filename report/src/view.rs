@@ -597,6 +597,10 @@ pub struct PassHeader {
     pub n_superseded: usize,
     pub benchpass: String,
     pub protocol: String,
+    /// What measuring cost benchpass, and its self-check (docs/metrics.md, "What measuring
+    /// costs"): [`measuring_cost`] and [`self_check_text`].
+    pub measuring_cost: String,
+    pub self_check: String,
     /// What of runs.jsonl could not be read (`Pass::damage_notes`), shown at the top of the
     /// report; empty for a whole pass, which then renders as it always did.
     pub damage: Vec<String>,
@@ -716,7 +720,45 @@ pub fn header(pass: &Pass) -> PassHeader {
         n_superseded: analysis::runs::n_superseded(pass),
         benchpass,
         protocol,
+        measuring_cost: measuring_cost(pass),
+        self_check: self_check_text(pass),
         damage: pass.damage_notes(),
+    }
+}
+
+/// "1.24 s of CPU: 8.6 µs per streamed token, 27.1 µs per event, 2.1 % of one core over
+/// 58.3 s; the clock steps by 25 ns".
+pub fn measuring_cost(pass: &Pass) -> String {
+    let Some(f) = analysis::floor::floor(&pass.info) else {
+        return "not recorded (a pass from before benchpass recorded it, or imported)".to_owned();
+    };
+    let clock = format!("the clock steps by {} ns", f.clock_tick_ns);
+    let Some(cpu) = f.cpu_seconds else {
+        return format!("CPU time not told by this OS; {} tokens in {} events over {:.1} s; {clock}", f.streamed_tokens, f.stream_events, f.wall_seconds);
+    };
+    let per = |us: Option<f64>, what: &str| us.map(|us| format!("{us:.1} µs per {what}"));
+    let parts: Vec<String> = [per(f.us_per_token, "streamed token"), per(f.us_per_event, "event"), f.core_share.map(|s| format!("{:.1} % of one core over {:.1} s", s * 100.0, f.wall_seconds))]
+        .into_iter()
+        .flatten()
+        .collect();
+    format!("{cpu:.2} s of CPU{}{}; {clock}", if parts.is_empty() { "" } else { ": " }, parts.join(", "))
+}
+
+/// "TTFT within 0.42 ms (median 0.21 ms), decode rate within 0.31 % (median 0.12 %): 16
+/// requests at 8 streams against the reference engine on loopback, before the first cell".
+pub fn self_check_text(pass: &Pass) -> String {
+    match pass.info.measurer.as_ref().map(|m| m.self_check.as_ref()) {
+        None => "not recorded".to_owned(),
+        Some(None) => "none (skipped with --no-self-check, or it failed: the pass's output said why); a diff has no timing floor for this pass".to_owned(),
+        Some(Some(c)) => format!(
+            "TTFT within {:.2} ms (median {:.2} ms), decode rate within {:.2} % (median {:.2} %): {} requests at {} streams against the reference engine on loopback, before the first cell",
+            c.ttft_error_max_ms,
+            c.ttft_error_median_ms,
+            c.decode_error_max * 100.0,
+            c.decode_error_median * 100.0,
+            c.requests,
+            c.streams
+        ),
     }
 }
 

@@ -149,7 +149,9 @@ fn a_rate_one_stream_cannot_hold_is_marked_and_its_ttft_counts_the_queue() {
         assert_eq!(r.scheduled_ns, Some(due[i].as_nanos() as u64), "run {i} was due at its arrival");
         let delay = r.schedule_delay_ms().unwrap();
         let want = i as f64 * request_ms - due[i].as_secs_f64() * 1e3;
-        assert!(delay >= want - 2.0 && delay <= want + 15.0 * i as f64 + 2.0, "run {i}: delay {delay} ms for {want}");
+        // 5 ms of slack: the first request opens its connection after it was due, which takes
+        // 4 ms on a loaded 2-core machine; a queue misread is a whole request (105 ms) off.
+        assert!(delay >= want - 5.0 && delay <= want + 15.0 * i as f64 + 5.0, "run {i}: delay {delay} ms for {want}");
     }
     let steps = summarize(&pass).unwrap();
     let step = &steps[0];

@@ -35,6 +35,7 @@ mod quality;
 mod shared_passes;
 mod resume_jobs;
 mod round_trip;
+mod self_check;
 mod sizes;
 mod slo;
 mod sweep;

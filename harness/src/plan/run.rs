@@ -32,6 +32,9 @@ pub struct PlanRunOptions {
     pub api_key_env: Option<String>,
     /// An interrupted pass of this plan to finish: recorded runs are not repeated.
     pub resume: Option<PathBuf>,
+    /// The reference engine the client is checked against before the first cell
+    /// (`crate::self_check`); `None` skips the check.
+    pub self_check: Option<crate::self_check::SelfCheckServer>,
 }
 
 /// What one pass is to run, whether a plan file or `benchpass run --url` described it: its
@@ -876,13 +879,24 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             );
         }
     }
+    // Before the first cell, and before the cost is counted from (its tokens are none of the
+    // pass's): how far this client's clock is from the reference engine's, here and now.
+    let self_check = match &options.self_check {
+        Some(server) => self_check(&shared.http, server, most_streams).await,
+        None => None,
+    };
     let total_runs = owed.iter().flatten().flatten().map(|o| o.places.len() as u64).sum::<u64>();
     let progress = Progress::new(options.progress, total_runs);
     let mut summary = runner::new_summary(&dir);
     let mut interrupt = Interrupt::on_ctrl_c();
     // CPU from here on is the measuring itself (and, for a plan, each cell's start, hashing and
     // prompt cutting in its turn).
-    let cpu_at_start = provenance::process_cpu_seconds();
+    let session = runner::SessionStart {
+        cpu_seconds: provenance::process_cpu_seconds(),
+        at: std::time::Instant::now(),
+        clock_tick_ns: crate::self_check::clock_tick_ns(),
+        self_check,
+    };
 
     let mut n_started = 0;
     'visits: for (visit, visit_owed) in visits.iter().zip(&owed) {
@@ -1072,7 +1086,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             summary.status = PassStatus::Interrupted;
         }
     }
-    runner::finish(&mut info, &writer, &summary, cpu_at_start)?;
+    runner::finish(&mut info, &writer, &summary, session)?;
     Ok(summary)
 }
 
@@ -1154,6 +1168,29 @@ async fn soak(
 }
 
 /// Waits `seconds` (a cool-down); false when Ctrl-C cut it short.
+/// The self-check, said on stderr; a check that fails is said and left out (the pass is not
+/// lost over it, and its report says no check was made).
+async fn self_check(http: &reqwest::Client, server: &crate::self_check::SelfCheckServer, streams: u32) -> Option<benchpass_format::format::SelfCheck> {
+    match crate::self_check::run(http, server, streams).await {
+        Ok(check) => {
+            eprintln!(
+                "self-check against the reference engine on loopback, {} requests at {} streams: TTFT within {:.2} ms (median {:.2} ms), decode rate within {:.2} % (median {:.2} %)",
+                check.requests,
+                check.streams,
+                check.ttft_error_max_ms,
+                check.ttft_error_median_ms,
+                check.decode_error_max * 100.0,
+                check.decode_error_median * 100.0
+            );
+            Some(check)
+        }
+        Err(e) => {
+            eprintln!("warning: the self-check failed, and the pass goes on without it: {e:#}");
+            None
+        }
+    }
+}
+
 async fn gap(seconds: f64, interrupt: &mut Interrupt) -> bool {
     if seconds <= 0.0 {
         return !interrupt.is_set();
