@@ -11,6 +11,7 @@ pub mod cells;
 pub mod diff;
 pub mod floor;
 pub mod key;
+pub mod knee;
 pub mod leaderboard;
 pub mod quality;
 pub mod ranksum;

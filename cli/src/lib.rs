@@ -232,8 +232,22 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
         "damaged": pass.damage_notes(),
         "steps": json_steps,
         "measurer": analysis::floor::floor(&pass.info).map(|f| measurer_json(&f)),
+        "sweeps": analysis::knee::sweeps(&steps).iter().map(sweep_json).collect::<Vec<_>>(),
     });
     Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json, next: next_step(&pass.runs, dir) })
+}
+
+/// A sweep's knee and largest level meeting the objectives (docs/metrics.md, "The knee"),
+/// each named as the report names it (`2 streams`, `4 req/s`), `null` where there is none.
+fn sweep_json(sweep: &analysis::knee::Sweep) -> serde_json::Value {
+    serde_json::json!({
+        "cell": sweep.cell,
+        "workload": sweep.workload.as_str(),
+        "target_prompt_tokens": sweep.target_prompt_tokens,
+        "levels": sweep.levels.iter().enumerate().map(|(i, _)| sweep.level_name(i)).collect::<Vec<_>>(),
+        "knee": sweep.knee.map(|i| sweep.level_name(i)),
+        "largest_meeting_slo": sweep.largest_meeting_slo.map(|i| sweep.level_name(i)),
+    })
 }
 
 /// What measuring cost benchpass and its self-check (docs/metrics.md, "What measuring costs").

@@ -459,6 +459,11 @@ struct SimArgs {
     /// Tokens sent before a mid-stream fault strikes [default profile: 5].
     #[arg(long, value_name = "N")]
     fault_after_tokens: Option<u64>,
+    /// Serve at most N requests at once, as a batching engine's batch width: the rest wait for a
+    /// slot before their prefill starts, so output tok/s stops rising at N streams while TTFT
+    /// grows with the queue (a server that saturates at a known level).
+    #[arg(long, value_name = "N")]
+    batch_width: Option<u32>,
     /// Use the timer wheel alone: up to ~1 ms late per event, and the events of many streams
     /// leave together at each tick, as a batching engine sends them (for hundreds of streams).
     #[arg(long)]
@@ -1231,6 +1236,9 @@ fn sim_command(args: SimArgs) -> anyhow::Result<ExitCode> {
     }
     if args.fail_every.is_some() {
         profile.fail_every = args.fail_every;
+    }
+    if args.batch_width.is_some() {
+        profile.batch_width = args.batch_width;
     }
     profile.role_event &= !args.no_role_event;
     profile.usage &= !args.no_usage;

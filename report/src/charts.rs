@@ -179,8 +179,18 @@ pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
     for (_, points) in &mut series {
         points.sort_by_key(|&(c, _, _)| c);
     }
+    // Each sweep's knee (analysis::knee), and the TTFT objective where the steps had one.
+    let knees: Vec<(f64, f64)> = analysis::knee::sweeps(steps)
+        .iter()
+        .filter_map(|k| k.knee.map(|i| (k.levels[i].output_tps, k.levels[i].ttft_p50_ms)))
+        .filter(|&(x, y)| drawable(&[x, y]))
+        .collect();
+    let ttft_objective = steps
+        .iter()
+        .filter_map(|s| benchpass_format::Slo::parse(&s.serving.as_ref()?.goodput.as_ref()?.slo).ok()?.ttft_ms)
+        .find(|&ms| drawable(&[ms]));
     let right = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, x, _)| x)).fold(0.0, f64::max) * 1.15);
-    let top = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, _, y)| y)).fold(0.0, f64::max) * 1.2);
+    let top = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|&(_, _, y)| y)).chain(ttft_objective).fold(0.0, f64::max) * 1.2);
     let mut svg = String::new();
     draw(&mut svg, |root| {
         let mut chart = ChartBuilder::on(&root)
@@ -202,12 +212,20 @@ pub fn throughput_latency(steps: &[CellStep]) -> Option<Chart> {
                 EmptyElement::at((x, y)) + Text::new(format!("{c}"), (6, -16), ("sans-serif", 12).into_font().color(&BLACK))
             }))?;
         }
+        // The knee: a ring around its point, named below it.
+        chart.draw_series(knees.iter().map(|&(x, y)| {
+            EmptyElement::at((x, y)) + Circle::new((0, 0), 9, BLACK.stroke_width(2)) + Text::new("knee", (-12, 12), ("sans-serif", 12).into_font().color(&BLACK))
+        }))?;
+        if let Some(ms) = ttft_objective {
+            let dashed = DashedLineSeries::new([(0.0, ms), (right, ms)], 6, 4, RED.stroke_width(1));
+            chart.draw_series(dashed)?.label(format!("TTFT objective {} ms", tick(&ms))).legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(1)));
+        }
         chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         Ok(())
     })?;
     Some(Chart {
         file: "throughput-latency.svg".to_owned(),
-        title: "Aggregate output tok/s against median TTFT at each number of streams (the label at each point)".to_owned(),
+        title: "Aggregate output tok/s against median TTFT at each number of streams (the label at each point; a ring marks a sweep's knee, a dashed line the TTFT objective, where there are)".to_owned(),
         svg,
     })
 }

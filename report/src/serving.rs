@@ -74,7 +74,8 @@ pub fn render(steps: &[CellStep]) -> Result<Option<ServingSection>, minijinja::E
     let show_rate = crate::view::Levels::of(steps).rate;
     let any_rate = views.iter().any(|v| v.rate_held.is_some());
     let any_goodput = views.iter().any(|v| v.goodput.is_some());
-    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate, any_rate => any_rate, any_goodput => any_goodput };
+    let knees: Vec<KneeView> = analysis::knee::sweeps(steps).iter().map(knee_view).collect();
+    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate, any_rate => any_rate, any_goodput => any_goodput, knees => knees };
     let mut env = crate::environment();
     env.add_template("serving.md.j2", include_str!("../../report-templates/serving.md.j2"))?;
     env.add_template("serving.html.j2", include_str!("../../report-templates/serving.html.j2"))?;
@@ -82,6 +83,45 @@ pub fn render(steps: &[CellStep]) -> Result<Option<ServingSection>, minijinja::E
         markdown: env.get_template("serving.md.j2")?.render(&ctx)?,
         html: env.get_template("serving.html.j2")?.render(&ctx)?,
     }))
+}
+
+#[derive(Debug, Serialize)]
+struct KneeView {
+    engine: String,
+    workload: String,
+    text: String,
+}
+
+/// "knee at 2 streams: to 4 streams output tok/s +0.4 % (noise ±2.0 %) while median TTFT
+/// +98.1 %; the largest level meeting the objectives: 2 streams".
+fn knee_view(sweep: &analysis::knee::Sweep) -> KneeView {
+    let workload = if sweep.target_prompt_tokens > 0 {
+        format!("{} {}", sweep.workload.as_str(), sweep.target_prompt_tokens)
+    } else {
+        sweep.workload.as_str().to_owned()
+    };
+    let pct = |x: f64| format!("{:+.1} %", x * 100.0);
+    let mut text = match sweep.knee {
+        Some(i) => {
+            let step = sweep.levels[i].to_next.expect("a knee has a next level");
+            format!(
+                "knee at {}: to {} output tok/s {} (noise ±{:.1} %) while median TTFT {}",
+                sweep.level_name(i),
+                sweep.level_name(i + 1),
+                pct(step.tps_gain),
+                step.tps_noise * 100.0,
+                pct(step.ttft_rise)
+            )
+        }
+        None => format!("no knee from {} to {}: throughput rose at every level, or latency did not", sweep.level_name(0), sweep.level_name(sweep.levels.len() - 1)),
+    };
+    if sweep.levels.iter().any(|l| l.met_slo.is_some()) {
+        match sweep.largest_meeting_slo {
+            Some(i) => text.push_str(&format!("; the largest level meeting the objectives: {}", sweep.level_name(i))),
+            None => text.push_str("; no level met the objectives"),
+        }
+    }
+    KneeView { engine: sweep.engine.clone(), workload, text }
 }
 
 fn view(step: &CellStep, s: &Serving) -> StepView {

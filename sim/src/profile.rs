@@ -67,6 +67,11 @@ pub struct SimProfile {
     /// acceptance (0 to 1) to stderr, as oMLX logs it (omlx/engine/dflash.py#L1023-L1030): the
     /// ground truth for reading draft acceptance from an engine's log.
     pub log_draft_acceptance: Option<f64>,
+    /// Serve at most this many requests at once, as a batching engine's batch width: the rest
+    /// wait, in arrival order, for a slot before their schedule (prefill, then decode) starts.
+    /// Output tok/s then stops rising at this many streams (`batch_width × decode_tps` at
+    /// most) while TTFT grows with the queue: a server that saturates at a known level.
+    pub batch_width: Option<u32>,
 }
 
 impl Default for SimProfile {
@@ -96,6 +101,7 @@ impl Default for SimProfile {
             prefix_cache: false,
             perturb: 0.0,
             log_draft_acceptance: None,
+            batch_width: None,
         }
     }
 }
@@ -205,6 +211,7 @@ impl SimProfile {
             "jitter is a fraction of the rate in [0, 1), e.g. 0.05 for ±5%"
         );
         anyhow::ensure!(self.fail_every != Some(0), "--fail-every must be at least 1");
+        anyhow::ensure!(self.batch_width != Some(0), "--batch-width must be at least 1");
         anyhow::ensure!(self.loading_s >= 0.0 && self.loading_s.is_finite(), "--loading-s must be 0 or more seconds");
         anyhow::ensure!((400..600).contains(&self.fail_status), "--fail-status must be an HTTP error status (400–599)");
         anyhow::ensure!(self.perturb >= 0.0 && self.perturb <= 100.0, "--perturb must be a scale from 0 to 100");

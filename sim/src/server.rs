@@ -30,6 +30,9 @@ struct Sim {
     leaked: std::sync::Mutex<Vec<Vec<u8>>>,
     /// The prompts served, when `prefix_cache` is on.
     prefix_cache: PrefixCache,
+    /// `batch_width` slots; a request holds one from its schedule's start to its reply's end.
+    /// Tokio's semaphore is fair: waiters are served in the order they came.
+    slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Sim {
@@ -51,7 +54,8 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 /// Serves the reference engine on `listener` until the process ends.
 pub async fn serve(profile: SimProfile, listener: TcpListener) -> anyhow::Result<()> {
     profile.validate()?;
-    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0), started: Instant::now(), leaked: Default::default(), prefix_cache: PrefixCache::default() });
+    let slots = profile.batch_width.map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
+    let sim = Arc::new(Sim { profile, requests: AtomicU64::new(0), started: Instant::now(), leaked: Default::default(), prefix_cache: PrefixCache::default(), slots });
     let mut app = Router::new()
         .route("/health", get(health))
         .route("/version", get(version))
@@ -220,6 +224,16 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Bytes) -> Response {
             return (StatusCode::BAD_REQUEST, Json(error)).into_response();
         }
     };
+    // Past the batch width the request waits for a slot; its schedule starts once it has one,
+    // and its `timings` still count from its arrival (the wait is part of what a client sees).
+    let slot = match &sim.slots {
+        Some(slots) => match slots.clone().acquire_owned().await {
+            Ok(permit) => Some(permit),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let started = Instant::now();
     let (prefill_factor, decode_factor) = jitter_factors(profile, index);
     let cached_prompt_tokens = if profile.prefix_cache { sim.prefix_cache.serve(&ask.prompt_text) } else { 0 };
     let schedule = Schedule::plan(ScheduleInput {
@@ -259,6 +273,8 @@ async fn respond(sim: Arc<Sim>, api: Api, body: Bytes) -> Response {
         precise_timer: profile.precise_timer,
         log_draft_acceptance: profile.log_draft_acceptance,
         arrived,
+        started,
+        _slot: slot,
         schedule,
         sent_ns: None,
     };
@@ -306,6 +322,11 @@ struct Reply {
     /// Log oMLX's DFlash line with this acceptance when the reply has been streamed.
     log_draft_acceptance: Option<f64>,
     arrived: Instant,
+    /// When its schedule began: its arrival, or when it got a slot past the batch width.
+    started: Instant,
+    /// Its slot of the batch width, given back when the reply is dropped (it ended, or the
+    /// client went away).
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
     schedule: Schedule,
     /// When the first and the last token events were actually handed to the connection, in
     /// nanoseconds after the request arrived: the truth a test holds a client to, since on a
@@ -481,7 +502,7 @@ fn stream_reply(mut reply: Reply) -> Response {
             if let Some(logprobs) = reply.logprobs_json(event.first_token, event.n_tokens) {
                 chunk["choices"][0]["logprobs"] = logprobs;
             }
-            sleep_until(reply.arrived + Duration::from_nanos(event.at_ns), reply.precise_timer).await;
+            sleep_until(reply.started + Duration::from_nanos(event.at_ns), reply.precise_timer).await;
             // A fault strikes when the event it replaces is due, after the earlier ones left.
             if event.first_token >= reply.fault_after_tokens {
                 match fault {
@@ -570,7 +591,7 @@ async fn whole_reply(mut reply: Reply) -> Response {
     let done_at = reply.schedule.events.last().map_or(reply.schedule.ttft_ns, |e| e.at_ns);
     let n = reply.schedule.completion_tokens;
     let (reasoning, content) = reply.texts(0, n);
-    sleep_until(reply.arrived + Duration::from_nanos(done_at), reply.precise_timer).await;
+    sleep_until(reply.started + Duration::from_nanos(done_at), reply.precise_timer).await;
     let finish = reply.schedule.finish_reason;
     let mut body = match reply.api {
         Api::Chat => {

@@ -237,3 +237,33 @@ fn every_table_of_a_sweep_tells_its_levels_apart_by_a_streams_column() {
     assert_eq!(table_rows(&md, "Prompt-size matrix: decode")[0][..2], ["engine · family", "128"], "{md}");
     assert_eq!(table_rows(&md, "Server memory")[0][..4], ["cell", "workload", "target", "peak"], "{md}");
 }
+
+#[test]
+fn a_sweep_past_the_servers_batch_width_has_its_knee_there() {
+    // The sim serves 2 requests at once, each 20 ms then 16 tokens at 200 tok/s (95 ms in all).
+    // At 1 and 2 streams no request waits: TTFT 20 ms, output 16 ÷ 95 ms per stream (168, then
+    // 337 tok/s). At 4 streams two wait a whole request for a slot at every turn: output stays
+    // at 337 tok/s while six of the eight TTFTs are 115 ms (median 115). So the knee is at 2
+    // streams, and under a 60 ms TTFT objective 2 streams is also the largest level at which
+    // every run met it (at 4, two of eight did).
+    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000", "--batch-width", "2"]);
+    let tmp = temp_dir();
+    let dir = tmp.path().join("knee");
+    let d = dir.to_str().unwrap();
+    let run = benchpass(&[
+        "run", "--url", &sim.url, "--model", "sim-model", "--out", d, "--progress", "quiet", "--concurrency", "1,2,4", "--runs", "8", "--max-tokens", "16",
+        "--slo", "ttft=60ms", "--json",
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let sweep = &json["sweeps"][0];
+    assert_eq!((sweep["knee"].as_str(), sweep["largest_meeting_slo"].as_str()), (Some("2 streams"), Some("2 streams")), "{json}");
+    let out = tmp.path().join("report");
+    let report = benchpass(&["report", dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("knee at 2 streams: to 4 streams output tok/s"), "{md}");
+    assert!(md.contains("the largest level meeting the objectives: 2 streams"), "{md}");
+    let svg = std::fs::read_to_string(out.join("charts/throughput-latency.svg")).unwrap();
+    assert!(svg.contains("\nknee\n") && svg.contains("TTFT objective 60 ms"), "{svg}");
+}
