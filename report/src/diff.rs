@@ -232,7 +232,9 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
         })
         .collect();
     let holm = diff.correction == analysis::diff::Correction::Holm;
+    let goodput: Vec<GoodputView> = diff.goodput.iter().map(goodput_view).collect();
     context! {
+        goodput => goodput,
         a => diff.a_pass,
         b => diff.b_pass,
         a_engines => sides.a_engines,
@@ -248,6 +250,36 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
         holm => holm,
         family_alpha => diff.family_alpha.map(|a| format!("{a:.2}")),
         withdrawn => diff.withdrawn,
+    }
+}
+
+/// A matched pair's goodput, A → B: each side's share of runs that met its objectives and its
+/// goodput in req/s, or why the pair is not compared.
+#[derive(Debug, Serialize)]
+struct GoodputView {
+    cell: String,
+    workload: &'static str,
+    streams: u32,
+    a: String,
+    b: String,
+    compared: String,
+}
+
+fn goodput_view(g: &analysis::diff::GoodputDiff) -> GoodputView {
+    let side = |s: Option<(f64, Option<f64>)>| match s {
+        Some((share, rps)) => format!("{:.0} % met, {}", share * 100.0, rps.map_or("–".to_owned(), |r| format!("{r:.2} req/s"))),
+        None => "–".to_owned(),
+    };
+    GoodputView {
+        cell: g.cell.clone(),
+        workload: g.workload.as_str(),
+        streams: g.concurrency,
+        a: side(g.a),
+        b: side(g.b),
+        compared: match &g.comparable {
+            Ok(()) => "yes".to_owned(),
+            Err(why) => format!("no: {why}"),
+        },
     }
 }
 

@@ -846,3 +846,29 @@ max_tokens = 8
     assert_eq!(order, [("c0", 0), ("c0", 1), ("c1", 0), ("c1", 1)]);
     assert_eq!(pass.info.cells[1].build.files[0].sha256, "3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3");
 }
+
+#[test]
+fn a_plans_objectives_are_recorded_and_counted_and_one_that_does_not_read_is_named() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let start = r#"["{benchpass}", "sim", "--port", "{port}", "--decode-tps", "2000", "--prefill-tps", "1000000"]"#;
+    let plan = one_engine_plan(tmp.path(), start, free_port(), "preset = \"benchpass-sim\"");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    // Goodput is a serving figure: streams side by side.
+    std::fs::write(&plan, format!("{text}\n[request]\nconcurrency = 2\nslo = \"ttft=2s\"\n")).unwrap();
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet", "--no-self-check"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    let slo = pass.info.request.as_ref().and_then(|r| r.slo.as_ref()).expect("the plan's objectives are recorded");
+    assert_eq!(slo.ttft_ms, Some(2000.0));
+    // The sim's first token comes after its 20 ms base latency: the one run met 2 s.
+    let board = String::from_utf8(benchpass(&["leaderboard", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(board.lines().any(|l| l.contains("slo_attainment[ttft=2000ms]") && l.contains(",ratio,1.000,")), "{board}");
+
+    std::fs::write(&plan, format!("{text}\n[request]\nslo = \"speed=3ms\"\n")).unwrap();
+    let output = benchpass(&["plan", "check", plan.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("one.toml:") && stderr.contains("slo = \"speed=3ms\"") && stderr.contains("ttft, tpot, itl, e2e"), "{stderr}");
+}

@@ -48,3 +48,23 @@ fn an_objective_that_is_not_one_is_refused_with_the_names() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("ttft, tpot, itl, e2e"), "{stderr}");
 }
+
+#[test]
+fn a_diff_shows_each_sides_goodput_and_compares_it_only_under_the_same_objectives() {
+    // TTFT is the 20 ms base latency: every run meets a 60 ms or a 100 ms objective.
+    let sim = Sim::start(&["--decode-tps", "2000", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let [a, b, c] = ["a", "b", "c"].map(|n| tmp.path().join(n));
+    for (dir, slo) in [(&a, "ttft=60ms"), (&b, "ttft=60ms"), (&c, "ttft=100ms")] {
+        run_pass(&sim, dir, &["--concurrency", "2", "--runs", "4", "--max-tokens", "8", "--slo", slo]);
+    }
+    let diff = |x: &std::path::Path, y: &std::path::Path| {
+        let output = benchpass(&["diff", x.to_str().unwrap(), y.to_str().unwrap(), "--format", "md"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let same = diff(&a, &b);
+    assert!(same.contains("## Goodput") && same.contains("| 100 % met, ") && same.contains(" | yes |"), "{same}");
+    let other = diff(&a, &c);
+    assert!(other.contains("## Goodput") && other.contains(" | no: "), "{other}");
+}

@@ -50,6 +50,17 @@ pub struct RequestSection {
     pub first_token_timeout_s: f64,
     #[serde(default = "sixty")]
     pub idle_timeout_s: f64,
+    /// The objectives goodput is counted against, as `--slo` writes them
+    /// (`"ttft=2000ms,tpot=100ms"`).
+    #[serde(default)]
+    pub slo: Option<Spanned<String>>,
+}
+
+impl RequestSection {
+    /// The objectives, read; `None` without `slo` or where it does not read (plan check says so).
+    pub fn objectives(&self) -> Option<benchpass_format::Slo> {
+        benchpass_format::Slo::parse(self.slo.as_ref()?.get_ref()).ok()
+    }
 }
 
 impl Default for RequestSection {
@@ -61,6 +72,7 @@ impl Default for RequestSection {
             extra: toml::Table::new(),
             first_token_timeout_s: 600.0,
             idle_timeout_s: 60.0,
+            slo: None,
         }
     }
 }
@@ -564,6 +576,11 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
             ),
             Some("`first_token_timeout_s = 600` and `idle_timeout_s = 60` are the defaults".into()),
         );
+    }
+    if let Some(slo) = &r.slo {
+        if let Err(why) = benchpass_format::Slo::parse(slo.get_ref()) {
+            error(slo.span(), format!("[request] slo = {:?}: {why}", slo.get_ref()), Some("`slo = \"ttft=2000ms,tpot=100ms\"`, as `--slo` takes it".into()));
+        }
     }
     let gap_ok = |x: f64| (0.0..=MAX_GAP_S).contains(&x);
     if !(gap_ok(file.gaps.between_cells_s) && gap_ok(file.gaps.between_workloads_s)) {

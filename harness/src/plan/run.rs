@@ -184,7 +184,7 @@ impl<'a> PassPlan<'a> {
             request: base_request,
             concurrency: request.concurrency,
             arrivals: None,
-            slo: None,
+            slo: request.objectives(),
             between_workloads_s: plan.file.gaps.between_workloads_s,
             between_cells_s: plan.file.gaps.between_cells_s,
             source: Some((&plan.file, plan_dir)),
