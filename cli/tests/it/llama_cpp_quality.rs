@@ -2,8 +2,8 @@
 //! q8_0 (both made by `cargo xtask engine install llama-cpp` with `llama-quantize` from the
 //! same source package), over the whole quality workload. The q8_0 must differ from the f16
 //! (KL above 0, exact match below 100 %); the f16 in a second pass, a fresh server, must agree
-//! with the first (KL below 1e-6, exact match 100 %). Skipped where the install is missing,
-//! unless BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI sets it).
+//! with the first (KL below 1e-6, exact match 100 %). `#[ignore]`d: it runs when
+//! asked for (`--include-ignored`, as CI does), and then a missing install fails it.
 
 use harness::pass::Workload;
 
@@ -46,6 +46,7 @@ runs = 2
 }
 
 #[test]
+#[ignore = "needs llama.cpp (cargo xtask engine install llama-cpp); run with --include-ignored"]
 fn q8_0_differs_from_f16_and_f16_agrees_with_itself_over_the_quality_prompts() {
     let Some(dir) = install() else { return };
     let _one_at_a_time = engine_lock();

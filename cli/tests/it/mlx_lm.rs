@@ -1,6 +1,6 @@
 //! A real mlx-lm server (MLX's Linux CPU backend, from `cargo xtask engine install mlx-lm`)
-//! with the tiny locally made model, started and stopped by a plan. Skipped where the install
-//! is missing, unless BENCHPASS_REQUIRE_REAL_ENGINES=1 (CI sets it).
+//! with the tiny locally made model, started and stopped by a plan. `#[ignore]`d: they run when
+//! asked for (`--include-ignored`, as CI does), and then a missing install fails them.
 
 use harness::pass::TokenCountSource;
 
@@ -29,6 +29,7 @@ env = {{ HF_HUB_OFFLINE = "1", HF_HUB_CACHE = "{hf_cache}" }}
 }
 
 #[test]
+#[ignore = "needs mlx-lm (cargo xtask engine install mlx-lm); run with --include-ignored"]
 fn a_real_mlx_lm_server_is_measured_despite_its_quirks() {
     let Some(dir) = install() else { return };
     let _one_at_a_time = engine_lock();
@@ -109,6 +110,7 @@ save_file(t, path + "/model.safetensors", metadata={"format": "pt"})
 }
 
 #[test]
+#[ignore = "needs mlx-lm (cargo xtask engine install mlx-lm); run with --include-ignored"]
 fn mlx_lm_runs_past_eos_through_logit_bias_where_a_step_ignores_eos() {
     let Some(dir) = install() else { return };
     let _one_at_a_time = engine_lock();

@@ -189,12 +189,9 @@ fn the_diff_opens_with_its_counts_and_says_each_attribution_once_with_the_engine
 }
 
 #[test]
+#[ignore = "needs Chromium (apt-get install chromium); run with --include-ignored"]
 fn on_a_phone_the_diff_shows_delta_and_verdict_first_and_provenance_wraps() {
-    let Some(browser) = chromium() else {
-        assert!(std::env::var_os("CI").is_none(), "Chromium is missing in CI");
-        eprintln!("skipped: no chromium on PATH (apt-get install chromium)");
-        return;
-    };
+    let Some(browser) = chromium() else { unreachable!("chromium() fails the test without one") };
     let tmp = tempfile::tempdir().unwrap();
     let (d, sides) = fixture_diff(&tmp);
     // A probe appended to the page measures the layout and writes it into the DOM, which
