@@ -64,6 +64,54 @@ pub fn decode_by_cell(steps: &[CellStep]) -> Option<Chart> {
     Some(Chart { file: "decode-by-cell.svg".to_owned(), title: "Sustained decode rate per cell, with noise-band whiskers".to_owned(), svg })
 }
 
+/// Energy against speed: one point per sustained step with energy, at its median decode tok/s
+/// and median J/token, named by its cell: the trade-off at a glance (docs/metrics.md "Energy").
+/// Steps of different energy sources or domains are never drawn together (their joules are
+/// not comparable): the chart takes the source and domain of the first step with energy, and a
+/// step measured otherwise is left out and said in the title.
+pub fn energy_vs_decode(steps: &[CellStep]) -> Option<Chart> {
+    let measured: Vec<(&CellStep, f64, f64, &str)> = steps
+        .iter()
+        .filter(|s| s.workload == Workload::Sustained)
+        .filter_map(|s| {
+            let energy = s.energy.as_ref()?;
+            let (tps, jpt) = (s.decode.as_ref()?.median, energy.joules_per_token.as_ref()?.median);
+            drawable(&[tps, jpt]).then_some((s, tps, jpt, energy.key.as_str()))
+        })
+        .collect();
+    let key = measured.first()?.3;
+    type Point<'a> = (&'a CellStep, f64, f64, &'a str);
+    let (drawn, left_out): (Vec<&Point<'_>>, Vec<&Point<'_>>) = measured.iter().partition(|(_, _, _, k)| *k == key);
+    let right = axis_top(drawn.iter().map(|p| p.1).fold(0.0, f64::max) * 1.2);
+    let top = axis_top(drawn.iter().map(|p| p.2).fold(0.0, f64::max) * 1.25);
+    let mut svg = String::new();
+    draw(&mut svg, |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("Energy against speed ({key}), one point per cell"), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..right, 0f64..top)?;
+        chart.configure_mesh().x_desc("sustained decode tok/s").y_desc("J per output token").x_label_formatter(&tick).y_label_formatter(&tick).draw()?;
+        for (i, (step, tps, jpt, _)) in drawn.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((*tps, *jpt)) + Circle::new((0, 0), DOT_RADIUS, color.filled()) + Text::new(label(step), (8, -14), ("sans-serif", 12).into_font().color(&BLACK)),
+            ))?;
+        }
+        Ok(())
+    })?;
+    let title = if left_out.is_empty() {
+        format!("Energy per output token against sustained decode rate, per cell ({key}): lower and further right is better")
+    } else {
+        format!(
+            "Energy per output token against sustained decode rate, per cell ({key}): lower and further right is better; {} cell(s) measured with another source left out",
+            left_out.len()
+        )
+    };
+    Some(Chart { file: "energy-vs-decode.svg".to_owned(), title, svg })
+}
+
 /// Decode rate against prompt size: one line per cell over the prompt-matrix targets.
 pub fn decode_vs_prompt(steps: &[CellStep]) -> Option<Chart> {
     let matrix: Vec<&CellStep> = steps

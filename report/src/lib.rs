@@ -126,7 +126,7 @@ pub fn render_pass(pass: &Pass, steps: &[CellStep]) -> Result<Rendered, minijinj
 pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<'_>) -> Result<Rendered, minijinja::Error> {
     let (tables, notes) = view::tables_with_quality(steps, options.quality);
     let mut charts: Vec<Chart> =
-        [charts::decode_by_cell(steps), charts::decode_vs_prompt(steps), charts::token_timeline(pass), charts::throughput_latency(steps)]
+        [charts::decode_by_cell(steps), charts::decode_vs_prompt(steps), charts::token_timeline(pass), charts::throughput_latency(steps), charts::energy_vs_decode(steps)]
             .into_iter()
             .flatten()
             .collect();

@@ -92,6 +92,10 @@ fn a_pass_on_a_machine_with_rapl_records_energy_per_run_and_the_report_shows_jou
     assert!(md.contains("| energy |"), "{md}");
     assert!(md.contains(" J/tok · "), "{md}");
     assert!(md.contains("rapl:package, counter read every 100 ms; idle "), "{md}");
+    // The trade-off chart: the cell's point at its decode rate and J/token.
+    assert!(md.contains("](charts/energy-vs-decode.svg)"), "{md}");
+    let svg = std::fs::read_to_string(report.join("charts/energy-vs-decode.svg")).unwrap();
+    assert!(svg.contains("Energy against speed (rapl:package)") && svg.contains("J per output token"), "{svg}");
     // The leaderboard: energy rows named with their source and domain.
     let csv = benchpass(&["leaderboard", out.to_str().unwrap()]);
     let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
