@@ -130,6 +130,24 @@ pub fn joules_above_idle(energy: Option<&crate::format::RunEnergy>, idle_watts: 
     above.is_finite().then_some(above)
 }
 
+/// How far a run's TTFT and decode rate are from what the reference engine (`benchpass sim
+/// --timings`) says it did: `sim_sent_first_token_ms` and `sim_sent_last_token_ms` in its
+/// `timings`, on its clock from when it read the request. The TTFT error is |TTFT − first sent|
+/// in ms (the time the client took to see a sent token, the request's way there included); the
+/// decode error is |decode rate ÷ the engine's send rate − 1| (the same tokens over both
+/// spans, so the ratio of the spans). `None` where the run or its timings lack a figure.
+pub fn reference_errors(ttft_ms: Option<f64>, decode_ms: Option<f64>, timings: Option<&serde_json::Value>) -> Option<(f64, f64)> {
+    let timings = timings?;
+    let first = timings.get("sim_sent_first_token_ms")?.as_f64()?;
+    let last = timings.get("sim_sent_last_token_ms")?.as_f64()?;
+    let (ttft, decode) = (ttft_ms?, decode_ms?);
+    let sent_span = last - first;
+    if !(sent_span > 0.0 && decode > 0.0) {
+        return None;
+    }
+    Some(((ttft - first).abs(), (sent_span / decode - 1.0).abs()))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -205,22 +223,4 @@ mod tests {
         assert!(!usage_contradicts_events(64, 0));
         assert!(!usage_contradicts_events(u64::MAX, u64::MAX));
     }
-}
-
-/// How far a run's TTFT and decode rate are from what the reference engine (`benchpass sim
-/// --timings`) says it did: `sim_sent_first_token_ms` and `sim_sent_last_token_ms` in its
-/// `timings`, on its clock from when it read the request. The TTFT error is |TTFT − first sent|
-/// in ms (the time the client took to see a sent token, the request's way there included); the
-/// decode error is |decode rate ÷ the engine's send rate − 1| (the same tokens over both
-/// spans, so the ratio of the spans). `None` where the run or its timings lack a figure.
-pub fn reference_errors(ttft_ms: Option<f64>, decode_ms: Option<f64>, timings: Option<&serde_json::Value>) -> Option<(f64, f64)> {
-    let timings = timings?;
-    let first = timings.get("sim_sent_first_token_ms")?.as_f64()?;
-    let last = timings.get("sim_sent_last_token_ms")?.as_f64()?;
-    let (ttft, decode) = (ttft_ms?, decode_ms?);
-    let sent_span = last - first;
-    if !(sent_span > 0.0 && decode > 0.0) {
-        return None;
-    }
-    Some(((ttft - first).abs(), (sent_span / decode - 1.0).abs()))
 }
