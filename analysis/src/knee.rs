@@ -62,6 +62,13 @@ pub struct Sweep {
 }
 
 impl Sweep {
+    /// Whether the last two levels measured were both past the knee: the steps into each of
+    /// them were [`Step::saturated`] (`--stop-at-saturation` stops a sweep there).
+    pub fn saturated_twice(&self) -> bool {
+        let n = self.levels.len();
+        n >= 3 && self.levels[n - 3..n - 1].iter().all(|l| l.to_next.is_some_and(|s| s.saturated()))
+    }
+
     /// A level as a reader names it: `4 streams`, or `2 req/s` in a rate sweep.
     pub fn level_name(&self, i: usize) -> String {
         let level = &self.levels[i];
@@ -112,11 +119,12 @@ fn sweep(first: &CellStep, members: &[&CellStep]) -> Sweep {
         let (a, b) = (members[i], members[i + 1]);
         // Output tok/s is one figure a level, without a band of its own: its noise is taken
         // from the runs' decode rates at the two levels (the wider band), at least the band
-        // floor. Median TTFT's is its band at the level it rose from: past the knee the queue
-        // makes the next level's TTFTs bimodal (those that waited and those that did not), and
-        // a band that wide would hide the very rise that marks it.
+        // floor. Median TTFT's rise is held to the band floor alone: a TTFT band is the spread
+        // of its runs, and at a level past the knee that spread is the queue (runs that waited
+        // a slot and runs that did not, 20 ms against 300), not noise, and would hide the very
+        // rise that marks the level.
         let noise = |band: fn(&CellStep) -> Option<f64>| band(a).into_iter().chain(band(b)).fold(FLOOR, f64::max);
-        let ttft_noise = a.ttft.as_ref().map_or(FLOOR, |m| m.band.half_width.max(FLOOR));
+        let ttft_noise = FLOOR;
         let (x, y) = (&levels[i], &levels[i + 1]);
         let relative = |from: f64, to: f64| if from > 0.0 { to / from - 1.0 } else { f64::INFINITY };
         levels[i].to_next = Some(Step {

@@ -488,6 +488,16 @@ pub fn quality(reference_arg: &str, passes: &[PathBuf], format: Format) -> anyho
     })
 }
 
+/// `--stop-at-saturation`'s check of the pass so far: the sweeps whose last two levels were
+/// both past their knee (`analysis::knee::Sweep::saturated_twice`).
+pub fn saturation() -> harness::plan::run::Saturation {
+    harness::plan::run::Saturation(std::sync::Arc::new(|dir: &Path| {
+        let pass = load(dir)?;
+        let steps = analysis::cells::summarize(&pass)?;
+        Ok(analysis::knee::sweeps(&steps).into_iter().filter(|s| s.saturated_twice()).map(|s| (s.cell, s.workload, s.target_prompt_tokens)).collect())
+    }))
+}
+
 /// The reference engine the self-check holds the client to (`harness::self_check`): `benchpass
 /// sim` with its `timings`, a 10 ms base latency and 200 tok/s one token an event, on the
 /// kernel's precise timer, served on loopback from a thread and runtime of its own (the

@@ -214,6 +214,12 @@ struct RunArgs {
     /// measuring costs").
     #[arg(long, env = "BENCHPASS_NO_SELF_CHECK")]
     no_self_check: bool,
+    /// In a concurrency sweep (`--concurrency 1,2,4,8`, in rising order), stop once two levels in
+    /// a row are past the knee — output tok/s no longer rising by more than its noise while
+    /// median TTFT still rises (docs/metrics.md, "The knee") — and record the stop in pass.json
+    /// (`stopped_sweeps`); the levels left out are not owed.
+    #[arg(long)]
+    stop_at_saturation: bool,
     /// Exit 0 when the pass is recorded even if some of its runs failed (they are recorded as
     /// failed either way). Without it, failed runs make the exit status 3.
     #[arg(long)]
@@ -988,6 +994,7 @@ fn plan_run_command(path: &std::path::Path, args: RunArgs) -> anyhow::Result<Exi
         api_key_env: args.api_key_env,
         resume: args.resume,
         self_check: self_check(args.no_self_check)?,
+        saturation: None,
     };
     let summary = runtime()?.block_on(harness::plan::run_plan(&plan, options))?;
     let resume = format!(
@@ -1026,6 +1033,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         (false, _) => harness::runner::sweep_levels(&args.concurrency)?,
     };
     anyhow::ensure!(args.request_rate.is_none() || levels.len() == 1, "--request-rate takes one --concurrency (the cap), not a sweep");
+    anyhow::ensure!(
+        !args.stop_at_saturation || (levels.len() >= 3 && levels.windows(2).all(|w| w[0] < w[1])),
+        "--stop-at-saturation stops a sweep of rising levels: give --concurrency three or more in rising order, e.g. 1,2,4,8"
+    );
     let allow_failures = args.allow_failures;
     let shown = Shown { json: args.json, table: !matches!(args.progress, ProgressArg::Quiet) };
     anyhow::ensure!(!args.prompt_tokens.contains(&0), "--prompt-tokens must be at least 1");
@@ -1103,12 +1114,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         pass_id: args.pass_id,
         progress: progress_mode(args.progress),
         self_check: None,
+        saturation: None,
     };
     if args.dry_run {
         print!("{}", harness::runner::dry_run(&options));
         return Ok(ExitCode::SUCCESS);
     }
-    let options = RunOptions { self_check: self_check(args.no_self_check)?, ..options };
+    let saturation = args.stop_at_saturation.then(benchpass::saturation);
+    let options = RunOptions { self_check: self_check(args.no_self_check)?, saturation, ..options };
     let summary = runtime()?.block_on(run_pass(options))?;
     report_summary(&summary, allow_failures, shown, "a pass against --url is not resumed: run it again")
 }

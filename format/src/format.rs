@@ -42,6 +42,28 @@ pub struct PassInfo {
     /// before it was recorded and in imported ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measurer: Option<Measurer>,
+    /// Sweeps `--stop-at-saturation` stopped: their levels above `after_concurrency` were not
+    /// run, on purpose (docs/metrics.md, "The knee").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped_sweeps: Vec<StoppedSweep>,
+}
+
+/// A sweep stopped once two levels in a row were past its knee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoppedSweep {
+    pub cell: String,
+    pub workload: Workload,
+    pub target_prompt_tokens: u64,
+    /// The last level run; the sweep's levels above it were left out.
+    pub after_concurrency: u32,
+}
+
+impl StoppedSweep {
+    /// Whether a step at `concurrency` of `cell`'s `workload` and `target` is one of the levels
+    /// this stop left out.
+    pub fn leaves_out(&self, cell: &str, workload: Workload, target: u64, concurrency: u32) -> bool {
+        self.cell == cell && self.workload == workload && self.target_prompt_tokens == target && concurrency > self.after_concurrency
+    }
 }
 
 /// The measurer's own cost and accuracy over one session of a pass (a resumed pass: its last
@@ -952,6 +974,7 @@ impl PassInfo {
             imported_from: None,
             keep_awake: None,
             measurer: None,
+            stopped_sweeps: Vec::new(),
         }
     }
 }

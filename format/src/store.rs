@@ -188,6 +188,7 @@ pub fn write_imported(
         imported_from,
         keep_awake: None,
         measurer: None,
+        stopped_sweeps: Vec::new(),
     };
     let mut writer = PassWriter::create(dir, &info)?;
     for run in runs {

@@ -52,7 +52,8 @@ pub struct RunOptions {
     pub progress: crate::progress::ProgressMode,
     /// The reference engine to check the client against before the first run (`None`:
     /// `--no-self-check`, or a caller that has none).
-    pub self_check: Option<crate::self_check::SelfCheckServer>,
+    pub self_check: Option<crate::self_check::SelfCheckServer>,    /// `--stop-at-saturation` (`crate::plan::run::Saturation`).
+    pub saturation: Option<crate::plan::run::Saturation>,
 }
 
 impl RunOptions {
@@ -94,6 +95,7 @@ impl RunOptions {
             pass_id: None,
             progress: crate::progress::ProgressMode::Quiet,
             self_check: None,
+            saturation: None,
         }
     }
 
@@ -394,6 +396,7 @@ pub(crate) fn new_pass_info(pass_id: String, started_at: String, cells: Vec<Cell
         imported_from: None,
         keep_awake: None,
         measurer: None,
+        stopped_sweeps: Vec::new(),
     }
 }
 
@@ -573,6 +576,7 @@ pub async fn run_pass(options: RunOptions) -> anyhow::Result<PassSummary> {
         api_key_env: options.api_key_env.clone(),
         resume: None,
         self_check: options.self_check.clone(),
+        saturation: options.saturation.clone(),
     };
     crate::plan::run::execute(&options.as_plan(), run).await
 }

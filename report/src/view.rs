@@ -705,6 +705,14 @@ pub fn header(pass: &Pass) -> PassHeader {
             None => "not recorded".to_owned(),
         },
     };
+    // Levels a sweep left out on purpose (`--stop-at-saturation`), said with what was run.
+    let stops: Vec<String> = pass
+        .info
+        .stopped_sweeps
+        .iter()
+        .map(|s| format!("{} {} stopped after {} streams, two levels past its knee (--stop-at-saturation)", s.cell, s.workload.as_str(), s.after_concurrency))
+        .collect();
+    let protocol = if stops.is_empty() { protocol } else { format!("{protocol}; {}", stops.join("; ")) };
     let benchpass = match &pass.info.benchpass.git_commit {
         Some(commit) => format!("{} ({})", pass.info.benchpass.version, commit),
         None => pass.info.benchpass.version.clone(),

@@ -152,6 +152,7 @@ fn real_demo(engines: &[&str], out: Option<PathBuf>) -> anyhow::Result<()> {
         api_key_env: None,
         resume: None,
         self_check: Some(benchpass::start_self_check_engine()?),
+        saturation: None,
     };
     runtime.block_on(harness::plan::run_plan(&plan, options))?;
     let _ = std::fs::remove_dir_all(&scratch);

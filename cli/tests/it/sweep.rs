@@ -267,3 +267,37 @@ fn a_sweep_past_the_servers_batch_width_has_its_knee_there() {
     let svg = std::fs::read_to_string(out.join("charts/throughput-latency.svg")).unwrap();
     assert!(svg.contains("\nknee\n") && svg.contains("TTFT objective 60 ms"), "{svg}");
 }
+
+#[test]
+fn stop_at_saturation_leaves_out_the_levels_past_two_saturated_ones_and_says_so() {
+    // As above, the sim saturates at 2 streams. 16 runs a level: at 4 streams 14 of 16 TTFTs
+    // wait one request (median 115 ms); at 8, six requests queue behind the two slots, and most
+    // TTFTs wait three (median about 305 ms), at the same 337 tok/s. So 2 → 4 and 4 → 8 are
+    // both past the knee: the sweep stops after 8, and 16 streams never run.
+    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000", "--batch-width", "2"]);
+    let tmp = temp_dir();
+    let dir = tmp.path().join("stopped");
+    let d = dir.to_str().unwrap();
+    let run = benchpass(&[
+        "run", "--url", &sim.url, "--model", "sim-model", "--out", d, "--progress", "quiet", "--concurrency", "1,2,4,8,16", "--runs", "16", "--max-tokens",
+        "16", "--stop-at-saturation", "--no-self-check",
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("the levels above 8 streams are left out (--stop-at-saturation)"), "{stderr}");
+    let pass = read_pass(&dir).unwrap();
+    assert_eq!(pass.info.status, harness::pass::PassStatus::Complete, "the levels left out were not owed");
+    let stop = &pass.info.stopped_sweeps;
+    assert_eq!((stop.len(), stop[0].after_concurrency), (1, 8), "{stop:?}");
+    assert!(pass.runs.iter().all(|r| r.concurrency <= 8), "no run at 16 streams");
+    assert_eq!(pass.runs.iter().filter(|r| r.concurrency == 8).count(), 16);
+    let out = tmp.path().join("report");
+    assert!(benchpass(&["report", d, "--out", out.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("c0 sustained stopped after 8 streams, two levels past its knee (--stop-at-saturation)"), "{md}");
+
+    // Rising levels only: a stop means nothing in a sweep that is not.
+    let output = benchpass(&["run", "--url", &sim.url, "--model", "sim-model", "--concurrency", "4,2,1", "--stop-at-saturation"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("three or more in rising order"));
+}

@@ -35,6 +35,21 @@ pub struct PlanRunOptions {
     /// The reference engine the client is checked against before the first cell
     /// (`crate::self_check`); `None` skips the check.
     pub self_check: Option<crate::self_check::SelfCheckServer>,
+    /// `--stop-at-saturation`: after each level of a sweep, what the pass on disk says of its
+    /// sweeps (`None`: every level runs).
+    pub saturation: Option<Saturation>,
+}
+
+/// Given the pass folder, the sweeps whose last two levels were both past their knee, as (cell,
+/// workload, target). The caller decides it (the rule is the analysis's, which the harness
+/// does not link); the executor stops those sweeps and records it.
+#[derive(Clone)]
+pub struct Saturation(pub std::sync::Arc<dyn Fn(&std::path::Path) -> anyhow::Result<Vec<(String, Workload, u64)>> + Send + Sync>);
+
+impl std::fmt::Debug for Saturation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Saturation(..)")
+    }
 }
 
 /// What one pass is to run, whether a plan file or `benchpass run --url` described it: its
@@ -1024,7 +1039,11 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             arrivals: pass.arrivals,
         };
         let mut last_workload = None;
-        for (part, part_owed) in visit.parts.iter().zip(visit_owed) {
+        for (i, (part, part_owed)) in visit.parts.iter().zip(visit_owed).enumerate() {
+            let level = part.step.concurrency.unwrap_or(pass.concurrency);
+            if info.stopped_sweeps.iter().any(|stop| stop.leaves_out(cell_id, part.step.workload, part.step.target_prompt_tokens, level)) {
+                continue;
+            }
             if last_workload.is_some_and(|l| l != part.workload_index) && !gap(pass.between_workloads_s * options.gap_scale, &mut interrupt).await {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
@@ -1060,6 +1079,10 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
                 }
                 break 'visits;
             }
+            let next_level = visit.parts.get(i + 1).filter(|next| next.step.workload == part.step.workload && next.step.target_prompt_tokens == part.step.target_prompt_tokens);
+            if let (Some(saturation), Some(_)) = (&options.saturation, next_level) {
+                stop_if_saturated(saturation, &dir, &mut info, &writer, cell_id, part.step, level)?;
+            }
         }
         if runner::record_cell_memory(&mut info, cell_id, sampler.as_deref()) {
             writer.update_info(&info)?;
@@ -1070,6 +1093,10 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         }
     }
     progress.finish();
+    let left_out = |cell: &str, step: &Step| {
+        let level = step.concurrency.unwrap_or(pass.concurrency);
+        info.stopped_sweeps.iter().any(|stop| stop.leaves_out(cell, step.workload, step.target_prompt_tokens, level))
+    };
     if summary.status == PassStatus::Complete {
         // Counted on disk, against every place of the plan: `complete` is a claim about the
         // whole pass, whatever this run and the ones before it did.
@@ -1078,6 +1105,8 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         let planned: Vec<JobPlace> = visits
             .iter()
             .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
+            // The levels a stopped sweep left out were not owed.
+            .filter(|(cell, slot)| !left_out(&pass.cells[*cell].id, &slot.step))
             .flat_map(|(cell, slot)| places_in_slot(&pass.cells[cell].id, slot))
             .collect();
         let missing = on_disk.missing(&planned);
@@ -1168,6 +1197,31 @@ async fn soak(
 }
 
 /// Waits `seconds` (a cool-down); false when Ctrl-C cut it short.
+/// After a level of a sweep: where the check says this sweep's last two levels were past its
+/// knee, the sweep is stopped here, recorded in `pass.json` and said.
+fn stop_if_saturated(saturation: &Saturation, dir: &std::path::Path, info: &mut PassInfo, writer: &PassWriter, cell: &str, step: Step, level: u32) -> anyhow::Result<()> {
+    writer.sync()?;
+    let saturated = match (saturation.0)(dir) {
+        Ok(saturated) => saturated,
+        Err(e) => {
+            eprintln!("warning: --stop-at-saturation could not read the pass so far, and the sweep goes on: {e:#}");
+            return Ok(());
+        }
+    };
+    if saturated.iter().any(|(c, w, t)| c == cell && *w == step.workload && *t == step.target_prompt_tokens) {
+        eprintln!(
+            "{}",
+            crate::progress::printable(&format!(
+                "sweep stopped: {cell} {} past its knee two levels in a row; the levels above {level} streams are left out (--stop-at-saturation)",
+                step.workload.as_str()
+            ))
+        );
+        info.stopped_sweeps.push(benchpass_format::format::StoppedSweep { cell: cell.to_owned(), workload: step.workload, target_prompt_tokens: step.target_prompt_tokens, after_concurrency: level });
+        writer.update_info(info)?;
+    }
+    Ok(())
+}
+
 /// The self-check, said on stderr; a check that fails is said and left out (the pass is not
 /// lost over it, and its report says no check was made).
 async fn self_check(http: &reqwest::Client, server: &crate::self_check::SelfCheckServer, streams: u32) -> Option<benchpass_format::format::SelfCheck> {
