@@ -48,6 +48,26 @@ pub struct PassInfo {
     pub stopped_sweeps: Vec<StoppedSweep>,
 }
 
+/// A thermal gate before a cell (docs/plans.md, `[gaps] cooldown`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CooldownRecord {
+    /// The level waited for: the cell starts once the pressure is at or below it.
+    pub until: crate::machine::ThermalPressure,
+    #[serde(with = "float")]
+    pub waited_s: f64,
+    /// The pressure when the cell began; absent where this OS tells none (then nothing was
+    /// waited for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<crate::machine::ThermalPressure>,
+}
+
+impl CooldownRecord {
+    /// The cell began above the level waited for: the gate gave up at its `max_s`.
+    pub fn started_hot(&self) -> bool {
+        self.level.is_some_and(|l| l > self.until)
+    }
+}
+
 /// A sweep stopped once two levels in a row were past its knee.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoppedSweep {
@@ -189,6 +209,10 @@ pub struct CellInfo {
     /// server benchpass did not start (SGLang `/flush_cache`, vLLM `/reset_prefix_cache`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_flush: Option<CacheFlushRecord>,
+    /// The plan's thermal gate before this cell (`[gaps] cooldown`): how long it waited for the
+    /// machine's thermal pressure to come down, and where it stood when the cell began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<CooldownRecord>,
     /// What the server was seen to do before the cell's runs, where its preset assumes a value
     /// instead of citing the engine's source (stream usage, cached tokens, the way past EOS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -904,6 +928,7 @@ impl CellInfo {
             ignore_eos_logit_bias: None,
             past_eos: None,
             cache_flush: None,
+            cooldown: None,
             probed: None,
             imported_steps: Vec::new(),
             energy: None,

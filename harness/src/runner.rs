@@ -431,6 +431,16 @@ impl Interrupt {
         Interrupt(rx)
     }
 
+    /// One that is never set, for a test.
+    #[cfg(test)]
+    pub(crate) fn never() -> Interrupt {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        // The sender kept alive for good: a closed channel would read as never set too, but
+        // `wait` would return at once.
+        std::mem::forget(tx);
+        Interrupt(rx)
+    }
+
     pub fn is_set(&self) -> bool {
         *self.0.borrow()
     }

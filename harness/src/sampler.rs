@@ -311,6 +311,11 @@ impl MachineSampler {
         Self::start_with_energy(read, every, None)
     }
 
+    /// The thermal level in force now; `None` where this OS tells none.
+    pub fn thermal_now(&self) -> Option<ThermalPressure> {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner()).in_force(Instant::now()).and_then(|r| r.thermal)
+    }
+
     /// The highest thermal level in force between `from` and `to` (see [`Changes::max_over`]).
     pub fn max_over(&self, from: Instant, to: Instant) -> Option<ThermalPressure> {
         self.changes.lock().unwrap_or_else(|e| e.into_inner()).max_over(from, to)

@@ -147,6 +147,7 @@ pub fn render_pass_with(pass: &Pass, steps: &[CellStep], options: ReportOptions<
         weights_mapped_note => view::weights_mapped_note(pass),
         memory_sources => view::memory_sources(pass),
         cache_flushes => view::cache_flushes(pass),
+        cooldowns => view::cooldowns(pass),
         energy_sources => view::energy_sources(pass),
         memory_measure => view::memory_measure(pass),
         soak => view::soak(pass),

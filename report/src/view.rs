@@ -956,6 +956,32 @@ pub fn cache_flushes(pass: &Pass) -> Vec<CacheFlushRow> {
         .collect()
 }
 
+/// The plan's thermal gate before each cell that had one: how long it waited, and whether the
+/// cell started hot (docs/plans.md, `[gaps] cooldown`).
+#[derive(Debug, Serialize)]
+pub struct CooldownRow {
+    pub cell: String,
+    pub text: String,
+    pub hot: bool,
+}
+
+pub fn cooldowns(pass: &Pass) -> Vec<CooldownRow> {
+    pass.info
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let gate = c.cooldown.as_ref()?;
+            let waited = format!("waited {:.0} s for {}", gate.waited_s, gate.until.as_str());
+            let text = match gate.level {
+                None => format!("{waited}; this OS tells no thermal level, so nothing was waited for"),
+                Some(level) if gate.started_hot() => format!("{waited}; still {} when it began: the cell started hot", level.as_str()),
+                Some(level) => format!("{waited}; {} when it began", level.as_str()),
+            };
+            Some(CooldownRow { cell: format!("{} · {}", c.engine.name, c.family()), text, hot: gate.started_hot() })
+        })
+        .collect()
+}
+
 #[derive(Debug, Serialize)]
 pub struct SoakRow {
     pub cell: String,

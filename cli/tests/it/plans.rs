@@ -872,3 +872,30 @@ fn a_plans_objectives_are_recorded_and_counted_and_one_that_does_not_read_is_nam
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("one.toml:") && stderr.contains("slo = \"speed=3ms\"") && stderr.contains("ttft, tpot, itl, e2e"), "{stderr}");
 }
+
+#[test]
+fn a_thermal_gate_before_each_cell_is_recorded_and_a_bad_one_is_named() {
+    let _one_at_a_time = engine_lock();
+    let tmp = temp_dir();
+    let plan = two_cell_plan(tmp.path(), "", "cooldown = { until = \"nominal\", max_s = 600 }");
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet", "--no-self-check"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let pass = read_pass(&out).unwrap();
+    // Before the second cell only; Linux tells no thermal level, so the gate waited for
+    // nothing and says so (no level).
+    assert_eq!(pass.info.cells[0].cooldown, None);
+    let gate = pass.info.cells[1].cooldown.as_ref().expect("the gate before the second cell is recorded");
+    assert_eq!((gate.until, gate.level), (harness::pass::machine::ThermalPressure::Nominal, None));
+    assert!(gate.waited_s < 1.0, "{gate:?}");
+    let report = tmp.path().join("report");
+    assert!(benchpass(&["report", out.to_str().unwrap(), "--out", report.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("b · m: waited 0 s for nominal; this OS tells no thermal level, so nothing was waited for"), "{md}");
+
+    let bad = two_cell_plan(tmp.path(), "", "cooldown = { until = \"cool\", max_s = 600 }");
+    let output = benchpass(&["plan", "check", bad.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("two.toml:2:") && stderr.contains("nominal, moderate, heavy, trapping"), "{stderr}");
+}

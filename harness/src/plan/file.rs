@@ -105,6 +105,26 @@ pub struct Gaps {
     /// Seconds to wait between cells, after an engine stops and before the next starts.
     #[serde(default)]
     pub between_cells_s: f64,
+    /// A thermal gate after the gap between cells: `cooldown = { until = "nominal", max_s = 600 }`.
+    #[serde(default)]
+    pub cooldown: Option<Spanned<CooldownSpec>>,
+}
+
+/// Wait, before each cell after the first, until the machine's thermal pressure is at or below
+/// `until`, at most `max_s` seconds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CooldownSpec {
+    pub until: String,
+    pub max_s: f64,
+}
+
+impl CooldownSpec {
+    /// The level, where `until` names one.
+    pub fn level(&self) -> Option<benchpass_format::machine::ThermalPressure> {
+        use benchpass_format::machine::ThermalPressure::*;
+        [Nominal, Moderate, Heavy, Trapping].into_iter().find(|l| l.as_str() == self.until)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -580,6 +600,16 @@ pub fn load(path: &Path) -> Result<Plan, Vec<PlanError>> {
     if let Some(slo) = &r.slo {
         if let Err(why) = benchpass_format::Slo::parse(slo.get_ref()) {
             error(slo.span(), format!("[request] slo = {:?}: {why}", slo.get_ref()), Some("`slo = \"ttft=2000ms,tpot=100ms\"`, as `--slo` takes it".into()));
+        }
+    }
+    if let Some(cooldown) = &file.gaps.cooldown {
+        let spec = cooldown.get_ref();
+        if spec.level().is_none() || !(spec.max_s > 0.0 && spec.max_s <= MAX_GAP_S) {
+            error(
+                cooldown.span(),
+                format!("[gaps] cooldown waits until a thermal level (nominal, moderate, heavy, trapping), at most max_s seconds (above 0, at most {MAX_GAP_S})"),
+                Some("`cooldown = { until = \"nominal\", max_s = 600 }`".into()),
+            );
         }
     }
     let gap_ok = |x: f64| (0.0..=MAX_GAP_S).contains(&x);

@@ -2,6 +2,7 @@
 //! fresh and stopped again (docs/plans.md).
 
 pub mod advice;
+pub mod cooldown;
 pub mod engine_files;
 pub mod file;
 pub mod kv_cache;

@@ -931,6 +931,24 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             summary.status = PassStatus::Interrupted;
             break;
         }
+        // The plan's thermal gate, after the fixed gap: scaled as the gaps are.
+        let gate = pass.source.as_ref().and_then(|(file, _)| file.gaps.cooldown.as_ref()).map(|c| c.get_ref());
+        if let (true, Some((until, max_s))) = (n_started > 1, gate.and_then(|g| Some((g.level()?, g.max_s)))) {
+            let max = Duration::from_secs_f64((max_s * options.gap_scale).max(0.0));
+            let Some(record) = super::cooldown::cool_down(until, max, &machine, &mut interrupt).await else {
+                summary.status = PassStatus::Interrupted;
+                break;
+            };
+            if record.started_hot() {
+                eprintln!(
+                    "{cell_id}: still {} after the {:.0} s cool-down; the cell starts hot",
+                    record.level.map_or("unknown", |l| l.as_str()),
+                    record.waited_s
+                );
+            }
+            info.cells.iter_mut().filter(|c| c.id == *cell_id).for_each(|c| c.cooldown = Some(record.clone()));
+            writer.update_info(&info)?;
+        }
         let not_run = |writer: &mut PassWriter, summary: &mut PassSummary, class: &str, message: &str| -> anyhow::Result<()> {
             // A soak that could not start is one failed run, so that the report shows it.
             let soaks_left: Vec<Owed> = visit
