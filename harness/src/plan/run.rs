@@ -44,7 +44,11 @@ pub struct PlanRunOptions {
 /// workload, target). The caller decides it (the rule is the analysis's, which the harness
 /// does not link); the executor stops those sweeps and records it.
 #[derive(Clone)]
-pub struct Saturation(pub std::sync::Arc<dyn Fn(&std::path::Path) -> anyhow::Result<Vec<(String, Workload, u64)>> + Send + Sync>);
+pub struct Saturation(pub std::sync::Arc<SaturationCheck>);
+
+/// A sweep as (cell, workload, target).
+pub type SweepId = (String, Workload, u64);
+pub type SaturationCheck = dyn Fn(&std::path::Path) -> anyhow::Result<Vec<SweepId>> + Send + Sync;
 
 impl std::fmt::Debug for Saturation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
