@@ -41,7 +41,7 @@ impl SseParser {
         // A line at a time: its bytes are looked at once, to find where it ends, and copied
         // only when it began in an earlier chunk.
         while !rest.is_empty() {
-            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
                 self.event_bytes += rest.len();
                 self.line.extend_from_slice(rest);
                 break;
@@ -87,10 +87,13 @@ impl SseParser {
     fn end_line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
         if line.is_empty() {
             if self.has_data {
-                events.push(SseEvent {
-                    data: String::from_utf8_lossy(&self.data).into_owned(),
-                    wire_bytes: self.event_bytes,
-                });
+                // Valid UTF-8 (every honest event) is copied as it is; anything else loses its
+                // invalid bytes to U+FFFD.
+                let data = match std::str::from_utf8(&self.data) {
+                    Ok(text) => text.to_owned(),
+                    Err(_) => String::from_utf8_lossy(&self.data).into_owned(),
+                };
+                events.push(SseEvent { data, wire_bytes: self.event_bytes });
             }
             self.data.clear();
             self.has_data = false;
@@ -173,6 +176,12 @@ mod tests {
             let events: Vec<SseEvent> = input.as_bytes().chunks(piece).flat_map(|chunk| parser.feed(chunk)).collect();
             assert_eq!(events, whole, "piece {piece}");
         }
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        let events = SseParser::new().feed(b"data: a\xffb\n\ndata: \xc3\xa9\n\n");
+        assert_eq!(events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(), ["a\u{fffd}b", "\u{e9}"]);
     }
 
     #[test]

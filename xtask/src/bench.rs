@@ -297,12 +297,14 @@ fn git(root: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8(output.stdout)?.trim().to_owned())
 }
 
-/// The release `benchpass` of `rev`, kept under `scratch` by revision. Its tree is exported
-/// with `git archive` (no worktree to register or prune) and built with this tree's target
-/// folder, whose third-party dependencies it shares; the binary is copied out at once, as this
-/// tree's build then puts its own in target/release.
+/// The release `benchpass` of `rev`, kept under `scratch` by its source tree (two commits of
+/// one tree share a build). The tree is exported with `git archive` (no worktree to register
+/// or prune) and built with this tree's target folder, whose third-party dependencies it
+/// shares; the binary is copied out at once, as this tree's build then puts its own in
+/// target/release.
 fn build_baseline(root: &Path, scratch: &Path, rev: &str) -> anyhow::Result<PathBuf> {
-    let kept = scratch.join(format!("baseline-{}", &rev[..12])).join("benchpass");
+    let tree = git(root, &["rev-parse", &format!("{rev}^{{tree}}")])?;
+    let kept = scratch.join(format!("baseline-tree-{}", &tree[..12])).join("benchpass");
     if kept.exists() {
         return Ok(kept);
     }
