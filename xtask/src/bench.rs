@@ -105,15 +105,15 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("merge-base HEAD main"));
     println!("| figure | baseline median (min–max) | current median (min–max) | current ÷ baseline |");
     println!("|---|---:|---:|---:|");
-    let rows: [(&str, fn(&Repetition) -> f64, &str); 6] = [
-        ("marginal CPU per token (µs)", |r| r.marginal_us_per_token, "{:.2}"),
-        ("marginal CPU per token event (µs)", |r| r.marginal_us_per_event, "{:.2}"),
-        ("CPU per token with start-up, larger pass (µs)", |r| r.us_per_token_whole, "{:.2}"),
-        ("peak RSS, larger pass (MB)", |r| r.peak_rss_bytes as f64 / 1e6, "{:.1}"),
-        ("median TTFT, larger pass (ms)", |r| r.ttft_median_ms, "{:.2}"),
-        ("median TTFT − engine's send of the first token (ms)", |r| r.ttft_error_median_ms, "{:.2}"),
+    let rows: [(&str, fn(&Repetition) -> f64); 6] = [
+        ("marginal CPU per token (µs)", |r| r.marginal_us_per_token),
+        ("marginal CPU per token event (µs)", |r| r.marginal_us_per_event),
+        ("CPU per token with start-up, larger pass (µs)", |r| r.us_per_token_whole),
+        ("peak RSS, larger pass (MB)", |r| r.peak_rss_bytes as f64 / 1e6),
+        ("median TTFT, larger pass (ms)", |r| r.ttft_median_ms),
+        ("median TTFT − engine's send of the first token (ms)", |r| r.ttft_error_median_ms),
     ];
-    for (what, figure, _) in rows {
+    for (what, figure) in rows {
         let b: Vec<f64> = baseline_reps.iter().map(figure).collect();
         let c: Vec<f64> = current_reps.iter().map(figure).collect();
         println!("| {what} | {} | {} | {:.2} |", spread(&b), spread(&c), median(&c) / median(&b));
