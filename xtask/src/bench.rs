@@ -335,6 +335,8 @@ fn build_current(root: &Path, scratch: &Path) -> anyhow::Result<PathBuf> {
     anyhow::ensure!(status.success(), "building the release benchpass failed");
     let kept = scratch.join("current").join("benchpass");
     std::fs::create_dir_all(kept.parent().context("a parent")?)?;
+    // Removed first: a copy still running (a sim left behind) keeps its own file.
+    let _ = std::fs::remove_file(&kept);
     std::fs::copy(root.join("target/release/benchpass"), &kept)?;
     Ok(kept)
 }
