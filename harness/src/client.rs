@@ -296,7 +296,9 @@ async fn read_stream(
             }
             Ok(Some(Ok(chunk))) => chunk,
         };
-        let t_ns = started.elapsed().as_nanos() as u64;
+        // One clock read per chunk: every event in it arrived with its bytes.
+        let arrived = Instant::now();
+        let t_ns = arrived.duration_since(started).as_nanos() as u64;
         wire_bytes += chunk.len() as u64;
         if wire_bytes > limits::RUN_BYTES {
             outcome.error = error("oversized-run", format!("the stream passed {} bytes; what came before is kept", limits::RUN_BYTES));
@@ -317,7 +319,7 @@ async fn read_stream(
             };
             if record.carries_tokens() {
                 saw_token = true;
-                last_token_at = Instant::now();
+                last_token_at = arrived;
                 token_events += 1;
                 if token_events > max_events {
                     outcome.events.push(record);
@@ -353,7 +355,13 @@ async fn read_stream(
 /// Reads one SSE event's data: `None` when it is not JSON (the run's first such event becomes
 /// its `malformed-event` error) or carries nothing (counted in `empty_events`). Public for the
 /// fuzz target (`fuzz/src/lib.rs`), which feeds it hostile chunks.
+///
+/// The chunk's fields are read straight from the text ([`crate::chunk`]); a chunk that reader
+/// declines is read as a `Value`, and both feed the one rule below ([`read_fields`]).
 pub fn read_event_data(data: &str, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
+    if let Ok(chunk) = crate::chunk::read(data) {
+        return read_fields(Fields::of_chunk(&chunk), t_ns, wire_bytes, outcome);
+    }
     let Ok(payload) = serde_json::from_str::<Value>(data) else {
         if outcome.error.is_none() {
             outcome.error = error("malformed-event", truncate(data, 200));
@@ -363,18 +371,82 @@ pub fn read_event_data(data: &str, t_ns: u64, wire_bytes: usize, outcome: &mut S
     read_event(&payload, t_ns, wire_bytes, outcome)
 }
 
-/// Reads one chunk object: its text, and any finish reason, usage, timings or error it
-/// carries. `None` for an event that carries none of these, no logprobs, no role and no tool
+/// Reads one chunk object, as [`read_event_data`] does.
+fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
+    read_fields(Fields::of_value(payload), t_ns, wire_bytes, outcome)
+}
+
+/// What the client reads of one chunk, wherever it was read from.
+struct Fields<'a> {
+    /// `choices[0].delta.role` is a string.
+    role: bool,
+    /// `choices[0].delta.content`, `choices[0].text`, `choices[0].delta.reasoning_content`,
+    /// `choices[0].delta.reasoning`: empty where absent or not a string.
+    content: &'a str,
+    text: &'a str,
+    reasoning_content: &'a str,
+    reasoning: &'a str,
+    tool_calls: Option<&'a Vec<Value>>,
+    logprobs: Option<&'a Value>,
+    finish: Option<&'a str>,
+    /// The chunk's `usage` and `timings` where they are objects, its `error` where not null.
+    usage: Option<&'a Value>,
+    timings: Option<&'a Value>,
+    error: Option<&'a Value>,
+    /// [`final_chunk_drafts`] of the chunk.
+    drafts: Option<Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn of_value(payload: &'a Value) -> Fields<'a> {
+        let choice = payload.pointer("/choices/0");
+        let text_of = |pointer: &str| choice.and_then(|c| c.pointer(pointer)).and_then(Value::as_str).unwrap_or("");
+        Fields {
+            role: choice.and_then(|c| c.pointer("/delta/role")).is_some_and(Value::is_string),
+            content: text_of("/delta/content"),
+            text: text_of("/text"),
+            reasoning_content: text_of("/delta/reasoning_content"),
+            reasoning: text_of("/delta/reasoning"),
+            tool_calls: choice.and_then(|c| c.pointer("/delta/tool_calls")).and_then(Value::as_array),
+            logprobs: choice.and_then(|c| c.get("logprobs")),
+            finish: choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str),
+            usage: payload.get("usage").filter(|u| u.is_object()),
+            timings: payload.get("timings").filter(|t| t.is_object()),
+            error: payload.get("error").filter(|e| !e.is_null()),
+            drafts: final_chunk_drafts(|object| payload.get(object)),
+        }
+    }
+
+    fn of_chunk(chunk: &'a crate::chunk::Chunk<'a>) -> Fields<'a> {
+        let choice = chunk.choice.as_ref();
+        let delta = choice.and_then(|c| c.delta.as_ref());
+        let text = |t: Option<&'a std::borrow::Cow<'a, str>>| t.map_or("", |t| t.as_ref());
+        Fields {
+            role: delta.and_then(|d| d.role.as_ref()).is_some_and(Value::is_string),
+            content: text(delta.and_then(|d| d.content.as_ref())),
+            text: text(choice.and_then(|c| c.text.as_ref())),
+            reasoning_content: text(delta.and_then(|d| d.reasoning_content.as_ref())),
+            reasoning: text(delta.and_then(|d| d.reasoning.as_ref())),
+            tool_calls: delta.and_then(|d| d.tool_calls.as_ref()).and_then(Value::as_array),
+            logprobs: choice.and_then(|c| c.logprobs.as_ref()),
+            finish: choice.and_then(|c| c.finish_reason.as_deref()),
+            usage: chunk.usage.as_ref().filter(|u| u.is_object()),
+            timings: chunk.timings.as_ref().filter(|t| t.is_object()),
+            error: chunk.error.as_ref().filter(|e| !e.is_null()),
+            drafts: final_chunk_drafts(|object| chunk.stats.iter().find(|(name, _)| *name == object).map(|(_, value)| value)),
+        }
+    }
+}
+
+/// One chunk's fields into its event: its text, and any finish reason, usage, timings or error
+/// it carries. `None` for an event that carries none of these, no logprobs, no role and no tool
 /// call: it is counted in `empty_events` instead of kept, since no figure reads it (the first
 /// token, the decode span and the last event are all events that carry something).
-fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
-    let choice = payload.pointer("/choices/0");
-    let role = choice.and_then(|c| c.pointer("/delta/role")).is_some_and(Value::is_string);
-    let text_of = |pointer: &str| choice.and_then(|c| c.pointer(pointer)).and_then(Value::as_str).unwrap_or("");
-    let text = [text_of("/delta/content"), text_of("/text")].concat();
+fn read_fields(fields: Fields<'_>, t_ns: u64, wire_bytes: usize, outcome: &mut StreamOutcome) -> Option<EventRecord> {
+    let Fields { role, content, text, reasoning_content, reasoning, tool_calls, logprobs, finish, usage, timings, error: err, drafts } = fields;
+    let text = [content, text].concat();
     // Servers disagree on the field name for reasoning text.
-    let reasoning = [text_of("/delta/reasoning_content"), text_of("/delta/reasoning")].concat();
-    let tool_calls = choice.and_then(|c| c.pointer("/delta/tool_calls")).and_then(Value::as_array);
+    let reasoning = [reasoning_content, reasoning].concat();
     let tool_call = tool_calls.is_some_and(|calls| !calls.is_empty());
     if tool_call {
         outcome.tool_call = true;
@@ -384,8 +456,7 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         .flatten()
         .filter_map(|call| call.pointer("/function/arguments").and_then(Value::as_str))
         .collect();
-    let logprobs = choice.and_then(|c| c.get("logprobs")).map(read_logprobs).unwrap_or_default();
-    let finish = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str);
+    let logprobs = logprobs.map(read_logprobs).unwrap_or_default();
     if let Some(reason) = finish {
         if let Some(before) = outcome.finish_reason.as_deref().filter(|b| *b != reason) {
             let what = format!("finish_reason `{before}`, then `{reason}`");
@@ -393,7 +464,6 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         }
         outcome.finish_reason = Some(reason.to_owned());
     }
-    let usage = payload.get("usage").filter(|u| u.is_object());
     if let Some(usage) = usage {
         // A server may send usage in every chunk (vLLM's continuous usage stats): counts that
         // grow are progress; another prompt count, or fewer completion tokens, is not.
@@ -408,16 +478,13 @@ fn read_event(payload: &Value, t_ns: u64, wire_bytes: usize, outcome: &mut Strea
         }
         outcome.usage = Some(usage.clone());
     }
-    let timings = payload.get("timings").filter(|t| t.is_object());
     if let Some(timings) = timings {
         outcome.timings = Some(timings.clone());
     }
-    let drafts = final_chunk_drafts(payload);
     let has_drafts = drafts.is_some();
     if outcome.timings.is_none() {
         outcome.timings = drafts;
     }
-    let err = payload.get("error").filter(|e| !e.is_null());
     if let Some(err) = err {
         let message = err.get("message").and_then(Value::as_str).map_or_else(|| err.to_string(), str::to_owned);
         outcome.error = error("server-error", message);
@@ -518,9 +585,9 @@ pub mod limits {
 /// object verbatim, so that every engine's drafts reach the same figure. Each shape in
 /// `engines::drafts` is looked for in every stream, whichever engine sent it: the client knows
 /// what a stream may hold, not which engine is behind the URL.
-fn final_chunk_drafts(payload: &Value) -> Option<Value> {
+fn final_chunk_drafts<'a>(top_level: impl Fn(&str) -> Option<&'a Value>) -> Option<Value> {
     FINAL_CHUNK_STATS.iter().find_map(|&FinalChunkStats { object, drafted, accepted }| {
-        let stats = payload.get(object).filter(|s| s.is_object())?;
+        let stats = top_level(object).filter(|s| s.is_object())?;
         Some(json!({
             object: stats,
             "draft_n": stats.get(drafted).and_then(Value::as_u64),
@@ -675,11 +742,62 @@ mod tests {
     }
 
     #[test]
+    fn the_chunk_reader_reads_each_chunk_as_the_value_reader_does_or_declines_it() {
+        // (data, whether the chunk reader takes it): what it takes must come out exactly as the
+        // Value reader has it; what it declines goes to the Value reader whole.
+        let cases = [
+            (r#"{"choices":[{"delta":{"content":" the"},"finish_reason":null,"index":0}],"created":0,"id":"x","model":"m","object":"chat.completion.chunk"}"#, true),
+            (r#"{"choices":[{"delta":{"content":"","role":"assistant"},"finish_reason":null,"index":0}]}"#, true),
+            (r#"{"choices":[{"delta":{"content":"caf\u00e9 \"q\"\n"},"finish_reason":null}]}"#, true),
+            (r#"{"choices":[{"delta":{},"finish_reason":"length","index":0}],"timings":{"predicted_n":8}}"#, true),
+            (r#"{"choices":[],"usage":{"completion_tokens":8,"prompt_tokens":1}}"#, true),
+            (r#"{"choices":[{"text":" a","finish_reason":null},{"text":" b"}]}"#, true),
+            (r#"{"choices":[{"delta":{"reasoning_content":"think","reasoning":"more"}}]}"#, true),
+            (r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":"}}]}}]}"#, true),
+            (r#"{"choices":[{"delta":{},"logprobs":{"content":[{"token":"x","logprob":-1.0}]}}]}"#, true),
+            (r#"{"choices":[],"mtplx_stats":{"accepted_drafts":3,"drafted_tokens":4}}"#, true),
+            (r#"{"choices":[],"error":{"message":"overloaded"}}"#, true),
+            (r#"{"choices":[{"delta":null,"logprobs":null,"finish_reason":null}],"usage":null,"error":null}"#, true),
+            (r#"{"\u0063hoices":[{"delta":{"content":"escaped key"}}]}"#, true),
+            (r#"{"choices":[{"delta":{"role":7,"content":"x"}}]}"#, true),
+            ("{}", true),
+            // Declined: the Value reader decides.
+            (r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#, false),
+            (r#"{"choices":[{"delta":{"content":5}}]}"#, false),
+            (r#"{"choices":[{"delta":["content"]}]}"#, false),
+            (r#"{"choices":{"0":{"delta":{"content":"an object, not an array"}}}}"#, false),
+            (r#"{"choices":null}"#, false),
+            (r#"{"choices":[7]}"#, false),
+            (r#"{"choices":[{"finish_reason":1}]}"#, false),
+            (r#"{"usage":{"completion_tokens":1},"usage":{"completion_tokens":2}}"#, false),
+            ("0", false),
+            ("null", false),
+            ("[1]", false),
+            (r#"{"choices":[{"delta":{"content":"cut"#, false),
+        ];
+        for (data, taken) in cases {
+            let mut by_chunk = StreamOutcome::default();
+            let read = crate::chunk::read(data).map(|chunk| read_fields(Fields::of_chunk(&chunk), 5, 9, &mut by_chunk));
+            assert_eq!(read.is_ok(), taken, "{data}");
+            let Ok(read) = read else { continue };
+            let mut by_value = StreamOutcome::default();
+            let value: Value = serde_json::from_str(data).unwrap();
+            assert_eq!(read, read_event(&value, 5, 9, &mut by_value), "{data}");
+            assert_eq!(format!("{by_chunk:?}"), format!("{by_value:?}"), "{data}");
+        }
+        let mut outcome = StreamOutcome::default();
+        assert_eq!(read_event_data(r#"{"choices":{"0":{"delta":{"content":"x"}}}}"#, 0, 0, &mut outcome).map(|e| e.text), Some("x".into()), "declined, read as a Value");
+        assert_eq!(read_event_data(r#"{"choices":[{"delta":{"content":"cut"#, 0, 0, &mut outcome), None);
+        assert_eq!(outcome.error.map(|e| e.class).as_deref(), Some("malformed-event"));
+    }
+
+    #[test]
     fn mtplx_final_chunk_stats_become_draft_counts() {
         let chunk = json!({"choices": [], "mtplx_stats": {"accepted_drafts": 31, "drafted_tokens": 40}});
-        let timings = final_chunk_drafts(&chunk).unwrap();
+        let timings = final_chunk_drafts(|key| chunk.get(key)).unwrap();
         assert_eq!((timings["draft_n"].as_u64(), timings["draft_n_accepted"].as_u64()), (Some(40), Some(31)));
         assert_eq!(timings["mtplx_stats"]["drafted_tokens"], 40, "kept verbatim");
-        assert_eq!(final_chunk_drafts(&json!({"choices": []})), None);
+        let plain = json!({"choices": []});
+        assert_eq!(final_chunk_drafts(|key| plain.get(key)), None);
     }
 }

@@ -8,6 +8,7 @@
 //! `sim` crate, which takes its shared texts from here ([`corpus`], [`tokens`]); nothing here
 //! depends on it.
 
+pub(crate) mod chunk;
 pub mod client;
 pub mod corpus;
 pub mod engine_log;

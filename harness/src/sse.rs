@@ -31,29 +31,52 @@ impl SseParser {
     /// Feeds one chunk and returns the events it completed, in order.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
-        for &byte in chunk {
-            if self.skip_lf {
-                self.skip_lf = false;
-                if byte == b'\n' {
-                    // The LF of a CRLF belongs to the event in progress, or to none when that
-                    // CRLF dispatched it (the event is complete at its CR).
-                    if self.event_bytes > 0 {
-                        self.event_bytes += 1;
-                    }
-                    continue;
-                }
+        let mut rest = chunk;
+        if std::mem::take(&mut self.skip_lf) {
+            if let Some(after) = rest.strip_prefix(b"\n") {
+                self.lf_of_crlf();
+                rest = after;
             }
-            self.event_bytes += 1;
-            match byte {
-                b'\n' => self.end_line(&mut events),
-                b'\r' => {
-                    self.skip_lf = true;
-                    self.end_line(&mut events);
+        }
+        // A line at a time: its bytes are looked at once, to find where it ends, and copied
+        // only when it began in an earlier chunk.
+        while !rest.is_empty() {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
+                self.event_bytes += rest.len();
+                self.line.extend_from_slice(rest);
+                break;
+            };
+            self.event_bytes += end + 1;
+            if self.line.is_empty() {
+                self.end_line(&rest[..end], &mut events);
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(&rest[..end]);
+                self.end_line(&line, &mut events);
+                line.clear();
+                self.line = line;
+            }
+            let ended_by_cr = rest[end] == b'\r';
+            rest = &rest[end + 1..];
+            if ended_by_cr {
+                match rest.strip_prefix(b"\n") {
+                    Some(after) => {
+                        self.lf_of_crlf();
+                        rest = after;
+                    }
+                    None => self.skip_lf = rest.is_empty(),
                 }
-                _ => self.line.push(byte),
             }
         }
         events
+    }
+
+    /// The LF of a CRLF belongs to the event in progress, or to none when that CRLF
+    /// dispatched it (the event is complete at its CR).
+    fn lf_of_crlf(&mut self) {
+        if self.event_bytes > 0 {
+            self.event_bytes += 1;
+        }
     }
 
     /// Bytes received that did not complete an event (a stream cut mid-event leaves some).
@@ -61,14 +84,16 @@ impl SseParser {
         self.line.len() + self.data.len()
     }
 
-    fn end_line(&mut self, events: &mut Vec<SseEvent>) {
-        let line = std::mem::take(&mut self.line);
+    fn end_line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
         if line.is_empty() {
             if self.has_data {
-                events.push(SseEvent {
-                    data: String::from_utf8_lossy(&self.data).into_owned(),
-                    wire_bytes: self.event_bytes,
-                });
+                // Valid UTF-8 (every honest event) is copied as it is; anything else loses its
+                // invalid bytes to U+FFFD.
+                let data = match std::str::from_utf8(&self.data) {
+                    Ok(text) => text.to_owned(),
+                    Err(_) => String::from_utf8_lossy(&self.data).into_owned(),
+                };
+                events.push(SseEvent { data, wire_bytes: self.event_bytes });
             }
             self.data.clear();
             self.has_data = false;
@@ -83,7 +108,7 @@ impl SseParser {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
             }
-            None => (&line[..], &[][..]),
+            None => (line, &[][..]),
         };
         if field == b"data" {
             if self.has_data {
@@ -138,6 +163,25 @@ mod tests {
         assert_eq!(events[0].wire_bytes, "data: x\n\n".len());
         // An event dispatched by CRLF CRLF is complete at the last CR; its LF is not waited for.
         assert_eq!(events[1].wire_bytes, "data: yz\r\n\r".len());
+    }
+
+    #[test]
+    fn wire_bytes_and_data_are_the_same_wherever_the_chunks_split() {
+        let input = "data: a\r\n\r\n: c\rdata: b\rdata: c\r\rdata:d\n\ndata: e\r\n\r\n";
+        let whole: Vec<SseEvent> = SseParser::new().feed(input.as_bytes());
+        assert_eq!(whole.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(), ["a", "b\nc", "d", "e"]);
+        assert_eq!(whole.iter().map(|e| e.wire_bytes).collect::<Vec<_>>(), [10, 21, 8, 10]);
+        for piece in 1..input.len() {
+            let mut parser = SseParser::new();
+            let events: Vec<SseEvent> = input.as_bytes().chunks(piece).flat_map(|chunk| parser.feed(chunk)).collect();
+            assert_eq!(events, whole, "piece {piece}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        let events = SseParser::new().feed(b"data: a\xffb\n\ndata: \xc3\xa9\n\n");
+        assert_eq!(events.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(), ["a\u{fffd}b", "\u{e9}"]);
     }
 
     #[test]

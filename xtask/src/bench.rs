@@ -1,55 +1,368 @@
-//! `cargo xtask bench client`: what measuring costs and how exact it is. The release
-//! `benchpass` binary streams from the reference engine (a separate process) at 1, 32 and 256
-//! concurrent streams; the client's own CPU time per streamed token comes from the pass
-//! (`harness_cpu_seconds`), its timing error from comparing each run with when the engine
-//! actually sent its tokens (the sim's `timings` object), and the engine's own lateness
-//! against its schedule beside it.
+//! `cargo xtask bench client`: what measuring costs and how exact it is.
+//!
+//! First, side by side in one run: the release `benchpass` of this tree and of a baseline
+//! revision (by default where this branch left `main`) stream from one reference engine (a
+//! separate process: TTFT 10 ms, 3 tokens an event, an event a millisecond) at 32 streams,
+//! alternating which goes first, for several repetitions. Each repetition gives, for each
+//! build, the client's marginal CPU time per streamed token and per event (the pass of 1,024
+//! requests minus the pass of 256, over the tokens and events between, so that start-up
+//! cancels; CPU from the pass's `harness_cpu_seconds`), its peak resident memory (GNU time's
+//! maximum RSS of the process), and its median TTFT beside the median that a raw-socket client
+//! (HTTP/1.1 written by hand over `std::net`, below) measures against the same engine in the
+//! same repetition: the floor of the kernel and the engine, not of benchpass.
+//!
+//! Then, for this tree alone, the client's timing error at 1, 32 and 256 streams against when
+//! the engine actually sent its tokens (the sim's `timings` object), and the engine's own
+//! lateness against its schedule beside it.
 
-use std::io::{BufRead as _, BufReader};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use harness::metrics::decode_tps;
+
+struct Options {
+    /// The revision compared with this tree [default: `git merge-base HEAD main`].
+    baseline: Option<String>,
+    repetitions: usize,
+    /// Fewer requests and repetitions, and no accuracy table: a check that it all runs.
+    quick: bool,
+}
+
+const USAGE: &str = "usage: cargo xtask bench client [--quick] [--baseline REV] [--repetitions R]";
+
+impl Options {
+    fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        let mut options = Options { baseline: None, repetitions: 5, quick: false };
+        let mut repetitions = None;
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match *arg {
+                "--quick" => options.quick = true,
+                "--baseline" => options.baseline = Some(args.next().context(USAGE)?.to_string()),
+                "--repetitions" => repetitions = Some(args.next().context(USAGE)?.parse::<usize>().context(USAGE)?),
+                _ => anyhow::bail!(USAGE),
+            }
+        }
+        options.repetitions = repetitions.unwrap_or(if options.quick { 1 } else { 5 });
+        anyhow::ensure!(options.repetitions >= 1, "{USAGE}: at least one repetition");
+        Ok(options)
+    }
+}
+
+/// The comparison's workload: 32 streams, passes of [`FEW`] and [`MANY`] requests of
+/// [`TOKENS`] tokens each.
+const STREAMS: u32 = 32;
+const TOKENS: u64 = 256;
+const FEW: u32 = 256;
+const MANY: u32 = 1024;
+
+/// The reference engine of the comparison: TTFT 10 ms (prefill too fast to count), then an
+/// event of 3 tokens every millisecond, on the timer wheel (the events of many streams leave
+/// together at each tick, as a batching engine sends them).
+const COMPARISON_SIM: &[&str] =
+    &["--base-latency-ms", "10", "--prefill-tps", "1e12", "--decode-tps", "3000", "--tokens-per-event", "3", "--timings", "--coarse-timer"];
+
+pub fn client(args: &[&str]) -> anyhow::Result<()> {
+    let options = Options::parse(args)?;
+    let root = crate::workspace_root();
+    let scratch = root.join("target/bench-client");
+    let baseline_rev = match &options.baseline {
+        Some(rev) => git(&root, &["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?,
+        None => git(&root, &["merge-base", "HEAD", "main"])?,
+    };
+    // The baseline first: it builds in the same target folder (its dependencies are this
+    // tree's), so this tree's build must come after it to leave target/release as it is.
+    let baseline = build_baseline(&root, &scratch, &baseline_rev)?;
+    let current = build_current(&root, &scratch)?;
+
+    let (few, many) = if options.quick { (64, 256) } else { (FEW, MANY) };
+    let sim = SimProcess::start(&current, COMPARISON_SIM)?;
+    let mut baseline_reps = Vec::new();
+    let mut current_reps = Vec::new();
+    let mut raw_ttft_medians = Vec::new();
+    for rep in 0..options.repetitions {
+        // Alternating which goes first, so that neither always meets a warmer machine.
+        let order = if rep % 2 == 0 { [("baseline", &baseline), ("current", &current)] } else { [("current", &current), ("baseline", &baseline)] };
+        for (name, binary) in order {
+            let dir = scratch.join(format!("rep-{rep}-{name}"));
+            let measured = Repetition::measure(binary, &sim.url, &dir, few, many)?;
+            if name == "baseline" { &mut baseline_reps } else { &mut current_reps }.push(measured);
+        }
+        let raw = raw_ttfts(sim.addr()?, many as usize, STREAMS as usize)?;
+        raw_ttft_medians.push(median(&raw));
+    }
+    drop(sim);
+
+    println!(
+        "{} repetitions, each: baseline and this tree in turn (alternating which goes first), {STREAMS} streams, passes of {few} and {many} requests of {TOKENS} tokens, then a raw-socket client's {many} requests at {STREAMS} streams; the reference engine: TTFT 10 ms, 3 tokens an event, an event a millisecond (coarse timer)",
+        options.repetitions
+    );
+    println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("merge-base HEAD main"));
+    println!("| figure | baseline median (min–max) | current median (min–max) | current ÷ baseline |");
+    println!("|---|---:|---:|---:|");
+    let rows: [(&str, fn(&Repetition) -> f64); 6] = [
+        ("marginal CPU per token (µs)", |r| r.marginal_us_per_token),
+        ("marginal CPU per token event (µs)", |r| r.marginal_us_per_event),
+        ("CPU per token with start-up, larger pass (µs)", |r| r.us_per_token_whole),
+        ("peak RSS, larger pass (MB)", |r| r.peak_rss_bytes as f64 / 1e6),
+        ("median TTFT, larger pass (ms)", |r| r.ttft_median_ms),
+        ("median TTFT − engine's send of the first token (ms)", |r| r.ttft_error_median_ms),
+    ];
+    for (what, figure) in rows {
+        let b: Vec<f64> = baseline_reps.iter().map(figure).collect();
+        let c: Vec<f64> = current_reps.iter().map(figure).collect();
+        println!("| {what} | {} | {} | {:.2} |", spread(&b), spread(&c), median(&c) / median(&b));
+    }
+    let versus_raw = |reps: &[Repetition]| -> Vec<f64> { reps.iter().zip(&raw_ttft_medians).map(|(r, raw)| r.ttft_median_ms - raw).collect() };
+    let (b, c) = (versus_raw(&baseline_reps), versus_raw(&current_reps));
+    println!("| median TTFT − raw-socket client's median, same repetition (ms) | {} | {} | {:.2} |", spread(&b), spread(&c), median(&c) / median(&b));
+    println!("\nraw-socket client's median TTFT (ms): {}", spread(&raw_ttft_medians));
+    println!("passes kept under {}\n", scratch.display());
+
+    if !options.quick {
+        accuracy(&current, &scratch)?;
+    }
+    Ok(())
+}
+
+/// One build's figures in one repetition.
+struct Repetition {
+    marginal_us_per_token: f64,
+    marginal_us_per_event: f64,
+    us_per_token_whole: f64,
+    peak_rss_bytes: u64,
+    ttft_median_ms: f64,
+    ttft_error_median_ms: f64,
+}
+
+impl Repetition {
+    fn measure(binary: &Path, url: &str, dir: &Path, few: u32, many: u32) -> anyhow::Result<Repetition> {
+        let small = Pass::run(binary, url, &dir.join(format!("runs-{few}")), few)?;
+        let large = Pass::run(binary, url, &dir.join(format!("runs-{many}")), many)?;
+        let cpu = large.cpu_seconds - small.cpu_seconds;
+        Ok(Repetition {
+            marginal_us_per_token: cpu * 1e6 / (large.tokens - small.tokens) as f64,
+            marginal_us_per_event: cpu * 1e6 / (large.token_events - small.token_events) as f64,
+            us_per_token_whole: large.cpu_seconds * 1e6 / large.tokens as f64,
+            peak_rss_bytes: large.peak_rss_bytes,
+            ttft_median_ms: large.ttft_median_ms,
+            ttft_error_median_ms: large.ttft_error_median_ms,
+        })
+    }
+}
+
+/// One `benchpass run` at [`STREAMS`] streams and what it cost.
+struct Pass {
+    cpu_seconds: f64,
+    tokens: u64,
+    token_events: u64,
+    peak_rss_bytes: u64,
+    ttft_median_ms: f64,
+    ttft_error_median_ms: f64,
+}
+
+impl Pass {
+    fn run(binary: &Path, url: &str, out: &Path, runs: u32) -> anyhow::Result<Pass> {
+        let _ = std::fs::remove_dir_all(out);
+        std::fs::create_dir_all(out.parent().context("a parent")?)?;
+        let rss_file = out.with_extension("maxrss");
+        // GNU time's %M: the process's maximum resident set (getrusage's ru_maxrss), in KiB.
+        let status = Command::new("/usr/bin/time")
+            .args(["-f", "%M", "-o"])
+            .arg(&rss_file)
+            .arg(binary)
+            .args(["run", "--url", url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
+            .args(["--max-tokens", &TOKENS.to_string(), "--runs", &runs.to_string()])
+            .args(["--concurrency", &STREAMS.to_string(), "--out"])
+            .arg(out)
+            .output()
+            .context("running benchpass under /usr/bin/time (GNU time)")?;
+        anyhow::ensure!(status.status.success(), "benchpass run failed ({runs} runs): {}", String::from_utf8_lossy(&status.stderr));
+        let maxrss_kib: u64 = std::fs::read_to_string(&rss_file)?.trim().lines().last().unwrap_or("").parse().context("GNU time's %M")?;
+        let pass = harness::pass::read_pass(out)?;
+        anyhow::ensure!(pass.runs.len() == runs as usize, "{} runs recorded of {runs}", pass.runs.len());
+        let mut ttfts = Vec::new();
+        let mut errors = Vec::new();
+        let (mut tokens, mut token_events) = (0, 0);
+        for run in &pass.runs {
+            anyhow::ensure!(run.error.is_none(), "a run failed: {:?}", run.error);
+            let ttft = run.ttft_ms.context("a ttft")?;
+            let sent = run.timings.as_ref().and_then(|t| t["sim_sent_first_token_ms"].as_f64()).context("the sim's timings")?;
+            ttfts.push(ttft);
+            errors.push(ttft - sent);
+            tokens += run.completion_tokens.context("a token count")?;
+            token_events += run.events.iter().filter(|e| e.carries_tokens()).count() as u64;
+        }
+        Ok(Pass {
+            cpu_seconds: pass.info.harness_cpu_seconds.context("CPU time is read on Unix only")?,
+            tokens,
+            token_events,
+            peak_rss_bytes: maxrss_kib * 1024,
+            ttft_median_ms: median(&ttfts),
+            ttft_error_median_ms: median(&errors),
+        })
+    }
+}
+
+/// TTFTs in milliseconds of `requests` streamed chat requests, `streams` at a time, by a client
+/// with nothing in it: HTTP/1.1 by hand over a kept-alive `TcpStream` per stream, the clock
+/// started before the request is written (before the connection is opened, for a stream's
+/// first request, as benchpass's is) and read when the `read` that brought the first
+/// `"content"` with text returns. Each reply is read to its end, so the engine's load is
+/// benchpass's.
+fn raw_ttfts(addr: SocketAddr, requests: usize, streams: usize) -> anyhow::Result<Vec<f64>> {
+    let body = format!(
+        r#"{{"model":"sim-model","max_tokens":{TOKENS},"temperature":0.0,"stream":true,"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"Write a story."}}]}}"#
+    );
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nAccept-Encoding: identity\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..streams)
+            .map(|_| {
+                scope.spawn(|| -> anyhow::Result<Vec<f64>> {
+                    let mut ttfts = Vec::new();
+                    let mut connection: Option<TcpStream> = None;
+                    let mut buffer = vec![0u8; 64 << 10];
+                    while next.fetch_add(1, Ordering::Relaxed) < requests {
+                        let started = Instant::now();
+                        let mut stream = match connection.take() {
+                            Some(stream) => stream,
+                            None => {
+                                let stream = TcpStream::connect(addr)?;
+                                stream.set_nodelay(true)?;
+                                stream
+                            }
+                        };
+                        stream.write_all(request.as_bytes())?;
+                        let mut seen: Vec<u8> = Vec::new();
+                        let mut first = None;
+                        loop {
+                            let n = stream.read(&mut buffer)?;
+                            anyhow::ensure!(n > 0, "the engine closed the connection mid-reply");
+                            let at = started.elapsed();
+                            // Only the tail is searched again: a pattern may straddle two reads.
+                            let from = seen.len().saturating_sub(16);
+                            seen.extend_from_slice(&buffer[..n]);
+                            if first.is_none() && has_content(&seen[from..]) {
+                                first = Some(at);
+                            }
+                            // The last chunk of a chunked reply: the reply is over.
+                            if seen.ends_with(b"data: [DONE]\n\n\r\n0\r\n\r\n") {
+                                break;
+                            }
+                        }
+                        ttfts.push(first.context("a reply without content")?.as_secs_f64() * 1e3);
+                        connection = Some(stream);
+                    }
+                    Ok(ttfts)
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for worker in workers {
+            all.extend(worker.join().map_err(|_| anyhow::anyhow!("a raw-client thread panicked"))??);
+        }
+        Ok(all)
+    })
+}
+
+/// The bytes hold a `"content":"` with at least one character after it.
+fn has_content(bytes: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"content\":\"";
+    bytes.windows(KEY.len() + 1).any(|w| &w[..KEY.len()] == KEY && w[KEY.len()] != b'"')
+}
+
+fn median(values: &[f64]) -> f64 {
+    analysis::summary::median(values).unwrap_or(f64::NAN)
+}
+
+/// `median (min–max)`.
+fn spread(values: &[f64]) -> String {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:.2} ({:.2}–{:.2})", median(values), min, max)
+}
+
+fn git(root: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let output = Command::new("git").args(args).current_dir(root).output()?;
+    anyhow::ensure!(output.status.success(), "git {} failed: {}", args.join(" "), String::from_utf8_lossy(&output.stderr));
+    Ok(String::from_utf8(output.stdout)?.trim().to_owned())
+}
+
+/// The release `benchpass` of `rev`, kept under `scratch` by its source tree (two commits of
+/// one tree share a build). The tree is exported with `git archive` (no worktree to register
+/// or prune) and built with this tree's target folder, whose third-party dependencies it
+/// shares; the binary is copied out at once, as this tree's build then puts its own in
+/// target/release.
+fn build_baseline(root: &Path, scratch: &Path, rev: &str) -> anyhow::Result<PathBuf> {
+    let tree = git(root, &["rev-parse", &format!("{rev}^{{tree}}")])?;
+    let kept = scratch.join(format!("baseline-tree-{}", &tree[..12])).join("benchpass");
+    if kept.exists() {
+        return Ok(kept);
+    }
+    let source = scratch.join("baseline-src");
+    let _ = std::fs::remove_dir_all(&source);
+    std::fs::create_dir_all(&source)?;
+    let archive = Command::new("git").args(["archive", rev]).current_dir(root).stdout(Stdio::piped()).spawn()?;
+    let status = Command::new("tar").args(["-x", "-C"]).arg(&source).stdin(archive.stdout.context("git archive's output")?).status()?;
+    anyhow::ensure!(status.success(), "exporting {rev} failed");
+    println!("building the baseline's release benchpass ({})…", &rev[..12]);
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass"])
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .current_dir(&source)
+        .status()?;
+    anyhow::ensure!(status.success(), "building the baseline's release benchpass failed");
+    std::fs::create_dir_all(kept.parent().context("a parent")?)?;
+    std::fs::copy(root.join("target/release/benchpass"), &kept)?;
+    Ok(kept)
+}
+
+/// This tree's release `benchpass`, copied beside the baseline's.
+fn build_current(root: &Path, scratch: &Path) -> anyhow::Result<PathBuf> {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass"])
+        .current_dir(root)
+        .status()?;
+    anyhow::ensure!(status.success(), "building the release benchpass failed");
+    let kept = scratch.join("current").join("benchpass");
+    std::fs::create_dir_all(kept.parent().context("a parent")?)?;
+    // Removed first: a copy still running (a sim left behind) keeps its own file.
+    let _ = std::fs::remove_file(&kept);
+    std::fs::copy(root.join("target/release/benchpass"), &kept)?;
+    Ok(kept)
+}
 
 struct Setting {
     streams: u32,
     runs: u32,
 }
 
-pub fn client(args: &[&str]) -> anyhow::Result<()> {
-    let quick = match args {
-        [] => false,
-        ["--quick"] => true,
-        _ => anyhow::bail!("usage: cargo xtask bench client [--quick]"),
-    };
-    let settings: &[Setting] = if quick {
-        &[Setting { streams: 1, runs: 3 }, Setting { streams: 8, runs: 8 }]
-    } else {
-        &[Setting { streams: 1, runs: 10 }, Setting { streams: 32, runs: 64 }, Setting { streams: 256, runs: 256 }]
-    };
-    let root = crate::workspace_root();
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass"])
-        .current_dir(&root)
-        .status()?;
-    anyhow::ensure!(status.success(), "building the release benchpass failed");
-    let binary = root.join("target/release/benchpass");
-    let scratch = root.join("target/bench-client");
-    let _ = std::fs::remove_dir_all(&scratch);
-
+/// The client's timing error at 1, 32 and 256 streams, for `binary` alone.
+fn accuracy(binary: &Path, scratch: &Path) -> anyhow::Result<()> {
+    let settings = [Setting { streams: 1, runs: 10 }, Setting { streams: 32, runs: 64 }, Setting { streams: 256, runs: 256 }];
     println!("| streams | runs | tokens | client CPU µs/token | decode error median / max | TTFT error median / max | sim first token late median / max | sim timer |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---|");
-    for setting in settings {
+    for setting in &settings {
         // Many streams run on the timer wheel alone: its 1 ms ticks send the tokens of many
         // streams together, as a batching engine does at each decode step. Each stream on a
         // precise timer of its own would cost the client ~60 % more CPU per token at 256
         // streams (one wake-up per event instead of per batch), measuring a load no real
         // engine makes.
         let precise = setting.streams == 1;
-        let sim = SimProcess::start(&binary, precise)?;
+        let sim_args: &[&str] = if precise { &["--decode-tps", "50", "--timings"] } else { &["--decode-tps", "50", "--timings", "--coarse-timer"] };
+        let sim = SimProcess::start(binary, sim_args)?;
         let out = scratch.join(format!("streams-{}", setting.streams));
-        let status = Command::new(&binary)
+        let _ = std::fs::remove_dir_all(&out);
+        let status = Command::new(binary)
             .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
             .args(["--max-tokens", "128", "--runs", &setting.runs.to_string()])
             .args(["--concurrency", &setting.streams.to_string(), "--out", out.to_str().unwrap()])
@@ -114,7 +427,6 @@ fn measure(dir: &Path) -> anyhow::Result<Row> {
         tokens += run.completion_tokens.unwrap_or(0);
     }
     let cpu = pass.info.harness_cpu_seconds.context("CPU time is read from /proc on Linux only")?;
-    let median = |v: &[f64]| analysis::summary::median(v).unwrap_or(f64::NAN);
     let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
     Ok(Row {
         tokens,
@@ -134,17 +446,17 @@ struct SimProcess {
 }
 
 impl SimProcess {
-    fn start(binary: &PathBuf, precise: bool) -> anyhow::Result<SimProcess> {
-        let mut command = Command::new(binary);
-        command.args(["sim", "--port", "0", "--decode-tps", "50", "--timings"]);
-        if !precise {
-            command.arg("--coarse-timer");
-        }
-        let mut child = command.stdout(Stdio::piped()).spawn()?;
+    fn start(binary: &Path, args: &[&str]) -> anyhow::Result<SimProcess> {
+        let mut child = Command::new(binary).args(["sim", "--port", "0"]).args(args).stdout(Stdio::piped()).spawn()?;
         let mut line = String::new();
         BufReader::new(child.stdout.take().context("sim stdout")?).read_line(&mut line)?;
         let url = line.trim().strip_prefix("benchpass sim listening on ").context("the sim's first line")?.to_owned();
         Ok(SimProcess { child, url })
+    }
+
+    fn addr(&self) -> anyhow::Result<SocketAddr> {
+        let host = self.url.strip_prefix("http://").context("an http URL")?.trim_end_matches('/');
+        host.parse().with_context(|| format!("the sim's address in {}", self.url))
     }
 }
 

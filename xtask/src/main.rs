@@ -39,8 +39,11 @@ tasks:
                           llama.cpp's server built from the llama-cpp-python source package, or
                           mlx-lm on MLX's CPU backend, with tiny and small models made here;
                           cached and reused
-  bench client [--quick]  client CPU time per streamed token and timing error at 1, 32 and
-                          256 concurrent streams against the reference engine (release build)
+  bench client [--quick] [--baseline REV] [--repetitions R]
+                          this tree's release benchpass beside REV's (default: merge-base
+                          HEAD main), alternating, R times (default 5) at 32 streams: marginal
+                          CPU per token and per event, peak RSS, TTFT against a raw-socket
+                          client's; then timing error at 1, 32 and 256 streams
   bench leaderboard [--passes N]
                           read and summarise a synthetic corpus of N passes (default 10,000,
                           about 1.3 million runs) into one leaderboard CSV; time and peak memory
