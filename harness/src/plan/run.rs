@@ -1123,7 +1123,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         // Counted on disk, against every place of the plan: `complete` is a claim about the
         // whole pass, whatever this run and the ones before it did.
         writer.sync()?;
-        let on_disk = Recorded::of(&crate::pass::store::read_pass_keeping(&dir, |_| |_| false)?.runs)?;
+        let on_disk = Recorded::of(&places_on_disk(&dir)?)?;
         let planned: Vec<JobPlace> = visits
             .iter()
             .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
@@ -1219,6 +1219,25 @@ async fn soak(
 }
 
 /// Waits `seconds` (a cool-down); false when Ctrl-C cut it short.
+/// Every run of the pass on disk, read line by line as every reader reads it, kept as its place
+/// alone (cell, workload, target, repetition, warmup, session, turn, prompt, attempt): the
+/// completeness check needs no more, and a long pass's events, usage and timings held at once
+/// were the largest part of benchpass's peak memory.
+fn places_on_disk(dir: &std::path::Path) -> anyhow::Result<Vec<RunRecord>> {
+    let mut places = Vec::new();
+    for run in crate::pass::store::RunReader::open(dir)? {
+        let run = run?;
+        places.push(RunRecord {
+            session: run.session,
+            turn: run.turn,
+            prompt_id: run.prompt_id.clone(),
+            attempt: run.attempt,
+            ..RunRecord::unmeasured(run.cell.as_str(), run.workload, run.target_prompt_tokens, run.rep, run.warmup, run.max_tokens)
+        });
+    }
+    Ok(places)
+}
+
 /// After a level of a sweep: where the check says this sweep's last two levels were past its
 /// knee, the sweep is stopped here, recorded in `pass.json` and said.
 fn stop_if_saturated(saturation: &Saturation, dir: &std::path::Path, info: &mut PassInfo, writer: &PassWriter, cell: &str, step: Step, level: u32) -> anyhow::Result<()> {
