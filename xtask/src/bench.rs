@@ -26,7 +26,8 @@ use anyhow::Context as _;
 use harness::metrics::decode_tps;
 
 struct Options {
-    /// The revision compared with this tree [default: `git merge-base HEAD main`].
+    /// The revision compared with this tree [default: `git merge-base HEAD main`, or on main
+    /// the commit before HEAD].
     baseline: Option<String>,
     repetitions: usize,
     /// Fewer requests and repetitions, and no accuracy table: a check that it all runs.
@@ -73,7 +74,15 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     let scratch = root.join("target/bench-client");
     let baseline_rev = match &options.baseline {
         Some(rev) => git(&root, &["rev-parse", "--verify", &format!("{rev}^{{commit}}")])?,
-        None => git(&root, &["merge-base", "HEAD", "main"])?,
+        // Where this tree is a branch off main, what it left main at; on main itself (or with
+        // no main), the commit before this one.
+        None => {
+            let head = git(&root, &["rev-parse", "HEAD"])?;
+            match git(&root, &["merge-base", "HEAD", "main"]) {
+                Ok(base) if base != head => base,
+                _ => git(&root, &["rev-parse", "HEAD~1"])?,
+            }
+        }
     };
     // The baseline first: it builds in the same target folder (its dependencies are this
     // tree's), so this tree's build must come after it to leave target/release as it is.
@@ -102,7 +111,7 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
         "{} repetitions, each: baseline and this tree in turn (alternating which goes first), {STREAMS} streams, passes of {few} and {many} requests of {TOKENS} tokens, then a raw-socket client's {many} requests at {STREAMS} streams; the reference engine: TTFT 10 ms, 3 tokens an event, an event a millisecond (coarse timer)",
         options.repetitions
     );
-    println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("merge-base HEAD main"));
+    println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("the default: merge-base with main, or HEAD~1 on main"));
     println!("| figure | baseline median (min–max) | current median (min–max) | current ÷ baseline |");
     println!("|---|---:|---:|---:|");
     let rows: [(&str, fn(&Repetition) -> f64); 6] = [
