@@ -68,6 +68,9 @@ const MANY: u32 = 1024;
 const COMPARISON_SIM: &[&str] =
     &["--base-latency-ms", "10", "--prefill-tps", "1e12", "--decode-tps", "3000", "--tokens-per-event", "3", "--timings", "--coarse-timer"];
 
+/// A row of the side-by-side table: its name and how a repetition gives it.
+type Figure = (&'static str, fn(&Repetition) -> f64);
+
 pub fn client(args: &[&str]) -> anyhow::Result<()> {
     let options = Options::parse(args)?;
     let root = crate::workspace_root();
@@ -114,7 +117,7 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("the default: merge-base with main, or HEAD~1 on main"));
     println!("| figure | baseline median (min–max) | current median (min–max) | current ÷ baseline |");
     println!("|---|---:|---:|---:|");
-    let rows: [(&str, fn(&Repetition) -> f64); 6] = [
+    let rows: [Figure; 6] = [
         ("marginal CPU per token (µs)", |r| r.marginal_us_per_token),
         ("marginal CPU per token event (µs)", |r| r.marginal_us_per_event),
         ("CPU per token with start-up, larger pass (µs)", |r| r.us_per_token_whole),
