@@ -124,6 +124,9 @@ impl MetricKind {
             MetricKind::TtftColdMs => "cold TTFT ms",
             MetricKind::TtftCachedMs => "cached TTFT ms",
             MetricKind::CacheHitRatio => "cache hit ratio",
+            MetricKind::JoulesPerToken => "J/token",
+            MetricKind::JoulesPerPromptToken => "J/prompt token",
+            MetricKind::MeanWatts => "mean W",
         }
     }
 
