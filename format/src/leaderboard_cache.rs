@@ -233,3 +233,49 @@ pub fn write(
     fs::rename(&tmp, dir.join(CACHE_FILE))?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROWS: &[u8] = b"p,m,e\n";
+
+    fn pass() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(PASS_FILE), "{}\n").unwrap();
+        fs::write(dir.path().join(RUNS_FILE), "{}\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_cache_is_read_back_while_its_raw_files_are_as_they_were() {
+        let dir = pass();
+        let stamp = Stamp::of(dir.path()).unwrap();
+        assert!(write(dir.path(), &stamp, "v1", "p", &["a note".to_owned()], ROWS).unwrap());
+        let cached = read(dir.path(), "v1").unwrap();
+        assert_eq!(cached, Cached { pass_id: "p".to_owned(), damage: vec!["a note".to_owned()], rows: ROWS.to_vec() });
+        assert_eq!(read(dir.path(), "v2"), Err(Miss::Stale), "rows of other code");
+        // One more byte of runs: another length, another ctime.
+        fs::OpenOptions::new().append(true).open(dir.path().join(RUNS_FILE)).unwrap().write_all(b"\n").unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Stale));
+        // A stamp taken before the raw files changed writes nothing.
+        assert!(!write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap());
+    }
+
+    #[test]
+    fn a_cache_that_is_not_one_is_unreadable_and_none_is_absent() {
+        let dir = pass();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Absent));
+        for bytes in [&b""[..], b"{}", b"not json\n", b"{\"format\":1}\nrows\n"] {
+            fs::write(dir.path().join(CACHE_FILE), bytes).unwrap();
+            assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "{bytes:?}");
+        }
+        let stamp = Stamp::of(dir.path()).unwrap();
+        write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap();
+        let text = fs::read(dir.path().join(CACHE_FILE)).unwrap();
+        fs::write(dir.path().join(CACHE_FILE), &text[..text.len() - 1]).unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "cut short");
+        fs::File::create(dir.path().join(CACHE_FILE)).unwrap().set_len(MAX_CACHE_BYTES + 1).unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "too large");
+    }
+}
