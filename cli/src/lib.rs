@@ -36,7 +36,7 @@ pub fn warn_if_damaged(dir: &Path, damage: &harness::pass::Damage, torn_tail: Op
 pub fn warn_notes(dir: &Path, notes: &[String]) {
     for note in notes {
         // A line's why may quote the line: shown, never obeyed.
-        eprintln!("warning: {}: {}", harness::progress::printable(&dir.display().to_string()), harness::progress::printable(&note));
+        eprintln!("warning: {}: {}", harness::progress::printable(&dir.display().to_string()), harness::progress::printable(note));
     }
 }
 

@@ -253,10 +253,26 @@ mod tests {
         let stamp = Stamp::of(dir.path()).unwrap();
         assert!(write(dir.path(), &stamp, "v1", "p", &["a note".to_owned()], ROWS).unwrap());
         let cached = read(dir.path(), "v1").unwrap();
-        assert_eq!(cached, Cached { pass_id: "p".to_owned(), damage: vec!["a note".to_owned()], rows: ROWS.to_vec() });
-        assert_eq!(read(dir.path(), "v2"), Err(Miss::Stale), "rows of other code");
+        assert_eq!(
+            cached,
+            Cached {
+                pass_id: "p".to_owned(),
+                damage: vec!["a note".to_owned()],
+                rows: ROWS.to_vec()
+            }
+        );
+        assert_eq!(
+            read(dir.path(), "v2"),
+            Err(Miss::Stale),
+            "rows of other code"
+        );
         // One more byte of runs: another length, another ctime.
-        fs::OpenOptions::new().append(true).open(dir.path().join(RUNS_FILE)).unwrap().write_all(b"\n").unwrap();
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(RUNS_FILE))
+            .unwrap()
+            .write_all(b"\n")
+            .unwrap();
         assert_eq!(read(dir.path(), "v1"), Err(Miss::Stale));
         // A stamp taken before the raw files changed writes nothing.
         assert!(!write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap());
@@ -275,7 +291,10 @@ mod tests {
         let text = fs::read(dir.path().join(CACHE_FILE)).unwrap();
         fs::write(dir.path().join(CACHE_FILE), &text[..text.len() - 1]).unwrap();
         assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "cut short");
-        fs::File::create(dir.path().join(CACHE_FILE)).unwrap().set_len(MAX_CACHE_BYTES + 1).unwrap();
+        fs::File::create(dir.path().join(CACHE_FILE))
+            .unwrap()
+            .set_len(MAX_CACHE_BYTES + 1)
+            .unwrap();
         assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "too large");
     }
 }
