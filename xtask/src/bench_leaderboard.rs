@@ -108,16 +108,42 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
     }
     let _ = std::fs::remove_dir_all(root);
     eprintln!("writing {n_passes} synthetic passes under {} …", root.display());
-    let mut seed = 0x2545F4914F6CDD1Du64;
+    // Eight writers: pass.json is synced as the store writes it, and the syncs overlap.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| -> anyhow::Result<()> {
+                    loop {
+                        let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(dir) = dirs.get(p) else { return Ok(()) };
+                        write_synthetic_pass(dir, p, &dirs)?;
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| w.join().expect("a writer does not panic"))
+    })?;
+    Ok(dirs)
+}
+
+/// Distinct runs.jsonl files: pass `p` beyond these shares the runs of pass `p % DISTINCT`
+/// (a hard link) under a pass.json of its own (its id, machine and versions), so that a corpus
+/// of 100,000 passes is written in a minute. Every pass is read as a pass of its own.
+const DISTINCT: usize = 10_000;
+
+/// Pass number `p` of the corpus, in `dir`.
+fn write_synthetic_pass(dir: &Path, p: usize, dirs: &[PathBuf]) -> anyhow::Result<()> {
+    // xorshift64*, seeded by the pass: cheap, deterministic; ±3 % around each engine's rate.
+    let mut seed = 0x2545F4914F6CDD1Du64 ^ (p as u64).wrapping_mul(0x9E3779B97F4A7C15);
     let mut noise = move || {
-        // xorshift64*: cheap, deterministic; ±3 % around each engine's rate.
         seed ^= seed >> 12;
         seed ^= seed << 25;
         seed ^= seed >> 27;
         let u = (seed.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64 / (1u64 << 53) as f64;
         1.0 + 0.06 * (u - 0.5)
     };
-    for (p, dir) in dirs.iter().enumerate() {
+    {
         std::fs::create_dir_all(dir)?;
         let cells: Vec<CellInfo> = ENGINES
             .iter()
@@ -128,6 +154,17 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
             })
             .collect();
         let info = PassInfo::synthetic(format!("pass-{p:06}"), format!("machine-{}", p % 50), cells);
+        if p >= DISTINCT {
+            // Not through the store, which syncs every pass.json: a corpus needs no durability.
+            std::fs::write(dir.join(PASS_FILE), serde_json::to_vec_pretty(&info)?)?;
+            let source = dirs[p % DISTINCT].join(RUNS_FILE);
+            // The source is written by the worker that took it, which started earlier.
+            while !dirs[p % DISTINCT].join(".done").exists() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            std::fs::hard_link(&source, dir.join(RUNS_FILE))?;
+            return Ok(());
+        }
         harness::pass::store::write_pass_info(dir, &info)?;
         let mut out = BufWriter::new(File::create(dir.join(RUNS_FILE))?);
         for (c, _) in ENGINES.iter().enumerate() {
@@ -161,6 +198,7 @@ fn generate(root: &Path, n_passes: usize) -> anyhow::Result<Vec<PathBuf>> {
             }
         }
         out.flush()?;
+        File::create(dir.join(".done"))?;
     }
-    Ok(dirs)
+    Ok(())
 }
