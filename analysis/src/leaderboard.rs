@@ -269,16 +269,50 @@ fn energy_number(v: f64) -> String {
     format!("{v:.6}")
 }
 
+/// Which code works the rows out: a pass's `leaderboard.cache` made by another is worked out
+/// again (`benchpass_format::leaderboard_cache`). Bump the number after `+rows.` whenever a
+/// change here or in `crate::cells` may change a row of some pass.
+pub const ROWS_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+rows.1");
+
+/// The header line of the file.
+pub fn csv_header() -> Vec<u8> {
+    csv_records(std::iter::once(COLUMNS.map(str::to_owned)))
+}
+
+/// The rows of one pass's figures as the file holds them, without the header line: what a
+/// pass's `leaderboard.cache` keeps, and what [`to_csv`] joins.
+pub fn csv_rows(steps: &[CellStep]) -> Vec<u8> {
+    csv_records(rows(steps))
+}
+
+fn csv_records(records: impl IntoIterator<Item = Row>) -> Vec<u8> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in records {
+        writer.write_record(&row).expect("writing to memory");
+    }
+    writer.into_inner().expect("writing to memory")
+}
+
+/// The rows in `csv_rows`'s bytes (a cache's), or `None` where they are not rows of
+/// [`N_COLUMNS`] fields.
+pub fn parse_csv_rows(bytes: &[u8]) -> Option<Vec<Row>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
+    reader
+        .records()
+        .map(|record| {
+            let record = record.ok()?;
+            Row::try_from(record.iter().map(str::to_owned).collect::<Vec<_>>()).ok()
+        })
+        .collect()
+}
+
 /// The whole file: header, then the rows of every pass given.
 pub fn to_csv<'a>(passes: impl IntoIterator<Item = &'a [CellStep]>) -> String {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.write_record(COLUMNS).expect("writing to memory");
+    let mut bytes = csv_header();
     for steps in passes {
-        for row in rows(steps) {
-            writer.write_record(&row).expect("writing to memory");
-        }
+        bytes.extend_from_slice(&csv_rows(steps));
     }
-    String::from_utf8(writer.into_inner().expect("writing to memory")).expect("CSV of UTF-8 fields is UTF-8")
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8")
 }
 
 #[cfg(test)]

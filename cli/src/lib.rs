@@ -3,12 +3,13 @@
 //! The command line (`main.rs`) only parses flags and chooses where output goes.
 
 pub mod demo;
+pub mod leaderboard;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use harness::pass::store::{read_pass_keeping, read_passes_keeping};
+use harness::pass::store::read_pass_keeping;
 use harness::pass::{Pass, Workload};
 
 /// A pass, with a warning for each line of runs.jsonl that could not be read and for a torn
@@ -28,9 +29,14 @@ pub fn load(dir: &Path) -> anyhow::Result<Pass> {
 /// damaged pass never passes for a smaller whole one. What the figures say of it is the
 /// `damaged` reason (in the tables, the leaderboard's `flags` and the diff's rows).
 pub fn warn_if_damaged(dir: &Path, damage: &harness::pass::Damage, torn_tail: Option<&harness::pass::TornTail>) {
-    for note in harness::pass::damage_notes(damage, torn_tail) {
+    warn_notes(dir, &harness::pass::damage_notes(damage, torn_tail));
+}
+
+/// [`warn_if_damaged`] with the notes already made (a pass's `leaderboard.cache` keeps them).
+pub fn warn_notes(dir: &Path, notes: &[String]) {
+    for note in notes {
         // A line's why may quote the line: shown, never obeyed.
-        eprintln!("warning: {}: {}", harness::progress::printable(&dir.display().to_string()), harness::progress::printable(&note));
+        eprintln!("warning: {}: {}", harness::progress::printable(&dir.display().to_string()), harness::progress::printable(note));
     }
 }
 
@@ -366,32 +372,25 @@ pub fn diff_summary(d: &DiffOf) -> String {
 /// One leaderboard over the passes in `dirs`: CSV (docs/leaderboard.md's columns), Markdown
 /// (the same columns as a table) or JSON (one object per row, keyed by column).
 pub fn leaderboard(dirs: &[PathBuf], format: Format) -> anyhow::Result<String> {
-    for dir in dirs {
-        if let Some(message) = harness::pass::listing::not_a_pass(dir) {
-            anyhow::bail!(message);
-        }
+    Ok(leaderboard_with(dirs, format, leaderboard::Options::default())?.0)
+}
+
+/// [`leaderboard`] with `options` (`--verify`), and what it read. The CSV of many passes is
+/// better streamed: [`leaderboard::write_csv`].
+pub fn leaderboard_with(dirs: &[PathBuf], format: Format, options: leaderboard::Options) -> anyhow::Result<(String, leaderboard::Tally)> {
+    anyhow::ensure!(format != Format::Html, "a leaderboard is CSV, Markdown or JSON");
+    if format == Format::Csv {
+        let mut bytes = Vec::new();
+        let tally = leaderboard::write_csv(dirs, options, &mut bytes)?;
+        return Ok((String::from_utf8(bytes).expect("CSV of UTF-8 fields is UTF-8"), tally));
     }
-    let passes = read_passes_keeping(dirs, analysis::runs::events_the_figures_read)?;
-    for (pass, dir) in passes.iter().zip(dirs) {
-        warn_if_damaged(dir, &pass.damage, pass.torn_tail.as_ref());
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (pass, dir) in passes.iter().zip(dirs) {
-        anyhow::ensure!(
-            seen.insert(pass.info.pass_id.as_str()),
-            "{}: pass id `{}` appears twice; a leaderboard row is keyed on it",
-            dir.display(),
-            pass.info.pass_id
-        );
-    }
-    let steps = analysis::cells::summarize_many(&passes)?;
-    let rows = || steps.iter().flat_map(|s| analysis::leaderboard::rows(s));
-    Ok(match format {
-        Format::Csv => analysis::leaderboard::to_csv(steps.iter().map(Vec::as_slice)),
+    let (rows, tally) = leaderboard::rows(dirs, options)?;
+    let text = match format {
         Format::Json => {
             // Figures as numbers (an empty band as null), everything else as text.
             const NUMBERS: [&str; 6] = ["target_prompt_tokens", "median", "band_low", "band_high", "n", "n_short"];
-            let objects: Vec<serde_json::Map<String, serde_json::Value>> = rows()
+            let objects: Vec<serde_json::Map<String, serde_json::Value>> = rows
+                .into_iter()
                 .map(|row| {
                     let fields = analysis::leaderboard::COLUMNS.iter().zip(row).map(|(column, value)| {
                         let value = match value.parse::<f64>() {
@@ -406,9 +405,10 @@ pub fn leaderboard(dirs: &[PathBuf], format: Format) -> anyhow::Result<String> {
                 .collect();
             serde_json::to_string_pretty(&objects)? + "\n"
         }
-        Format::Markdown => leaderboard_markdown(analysis::leaderboard::rankings(rows())),
-        Format::Html => anyhow::bail!("a leaderboard is CSV, Markdown or JSON"),
-    })
+        Format::Markdown => leaderboard_markdown(analysis::leaderboard::rankings(rows)),
+        Format::Csv | Format::Html => unreachable!("streamed or refused above"),
+    };
+    Ok((text, tally))
 }
 
 /// A table cell's text with what Markdown would read as markup escaped.

@@ -141,6 +141,10 @@ struct LeaderboardArgs {
     /// CSV goes to stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Work every pass's rows out from its raw runs, ignoring its leaderboard.cache, and say
+    /// which caches disagreed with them (they are rewritten).
+    #[arg(long)]
+    verify: bool,
 }
 
 /// Every cell with quality runs against a reference cell: exact match, common prefix, top-K
@@ -706,7 +710,34 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .with_context(|| format!("--out {}: the extension says the format: .csv, .md or .json", out.display()))?,
                 None => benchpass::Format::Csv,
             };
-            emit(&benchpass::leaderboard(&args.passes, format)?, args.out.as_deref())
+            use std::io::Write as _;
+            let options = benchpass::leaderboard::Options { verify: args.verify };
+            // The CSV of a fleet's passes is streamed, never held whole.
+            let tally = match (&args.out, format) {
+                (None, _) => {
+                    let mut out = harness::progress::PrintableWriter::new(std::io::BufWriter::new(std::io::stdout().lock()));
+                    let tally = benchpass::leaderboard::write_csv(&args.passes, options, &mut out)?;
+                    out.flush().context("writing the leaderboard")?;
+                    tally
+                }
+                (Some(path), benchpass::Format::Csv) => {
+                    let tally = benchpass::write_with(path, |file| benchpass::leaderboard::write_csv(&args.passes, options, file))?;
+                    println!("{}", path.display());
+                    tally
+                }
+                (Some(path), format) => {
+                    let (text, tally) = benchpass::leaderboard_with(&args.passes, format, options)?;
+                    emit(&text, Some(path))?;
+                    tally
+                }
+            };
+            for dir in &tally.disagreed {
+                eprintln!(
+                    "warning: {}: its leaderboard.cache disagreed with its raw runs; the rows are the raw runs' (the cache is rewritten)",
+                    harness::progress::printable(&dir.display().to_string())
+                );
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Quality(args) => {
             let format = match &args.out {
@@ -1142,6 +1173,11 @@ struct Shown {
 /// `resume`: what to do after an interruption (how to finish the pass, or that it is not
 /// resumed).
 fn report_summary(summary: &harness::runner::PassSummary, allow_failures: bool, shown: Shown, resume: &str) -> anyhow::Result<ExitCode> {
+    // The leaderboard's rows, kept beside the raw runs they come from (docs/leaderboard.md): a
+    // courtesy, like the figures below; a leaderboard works them out again when it is missing.
+    if let Err(e) = benchpass::leaderboard::write_cache(&summary.dir) {
+        eprintln!("note: no leaderboard.cache: {}", harness::progress::printable(&format!("{e:#}")));
+    }
     let sources: Vec<_> = summary.token_count_sources.iter().map(|s| s.as_str()).collect();
     let sources = if sources.is_empty() { "nowhere".to_owned() } else { sources.join(" and ") };
     // The figures are a courtesy on top of the recorded pass: a pass they cannot be worked out

@@ -14,6 +14,7 @@
 pub mod bounded;
 pub mod csv;
 pub mod format;
+pub mod leaderboard_cache;
 pub mod listing;
 pub mod llama_bench;
 pub mod machine;

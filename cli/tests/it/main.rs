@@ -22,6 +22,7 @@ mod hostile_numbers;
 mod hostile_records;
 mod hostile_sizes;
 mod key_echo;
+mod leaderboard_cache;
 mod leaderboard_md;
 mod llama_cpp;
 mod llama_cpp_agent;

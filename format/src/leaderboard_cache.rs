@@ -1,0 +1,300 @@
+//! A pass's leaderboard cache, `leaderboard.cache` (docs/raw-format.md): the leaderboard rows
+//! worked out from the pass's raw files, with a stamp of exactly those files. It is a cache,
+//! never a source: a reader uses it only while the stamp still matches the raw files on this
+//! machine, and otherwise works the rows out from the raw runs again (and rewrites it).
+//!
+//! The stamp of a file is its length, modification time and, on Unix, its device, inode and
+//! status-change time (ctime). No program can set a ctime (the kernel sets it to now on every
+//! write, rename, chmod or `utime`), so a copied, downloaded or unpacked pass always has files
+//! of new ctimes: a cache that travels with a pass from another machine, whatever it says, never
+//! matches, and its rows never reach a leaderboard. What it trusts is this machine's own write
+//! of the cache, for files unchanged since; someone who can edit the cache here can edit the
+//! runs as well. `benchpass leaderboard --verify` ignores every cache and says which disagreed.
+//!
+//! The file: one line of JSON ([`CacheHeader`]), then the rows as CSV without a header line,
+//! byte for byte what the leaderboard CSV holds for the pass. It is read only up to
+//! [`MAX_CACHE_BYTES`], and only when it is a plain file (never through a link).
+
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{PASS_FILE, RUNS_FILE};
+
+pub const CACHE_FILE: &str = "leaderboard.cache";
+
+/// The version of the file's layout; a reader takes only its own.
+pub const CACHE_FORMAT: u32 = 1;
+
+/// The most of a cache that is read: a pass's rows are tens of kilobytes; a cache larger than
+/// this is not one this program wrote, and is ignored.
+pub const MAX_CACHE_BYTES: u64 = 64 << 20;
+
+/// What a file was when the rows were worked out from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    pub len: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub modified_ns: i128,
+    /// Status-change time (Unix; 0 elsewhere), nanoseconds since the epoch.
+    pub changed_ns: i128,
+    pub device: u64,
+    pub inode: u64,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> std::io::Result<FileStamp> {
+        let meta = fs::metadata(path)?;
+        Ok(stamp_of(&meta))
+    }
+}
+
+#[cfg(unix)]
+fn stamp_of(meta: &fs::Metadata) -> FileStamp {
+    use std::os::unix::fs::MetadataExt as _;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    FileStamp {
+        len: meta.len(),
+        modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        device: meta.dev(),
+        inode: meta.ino(),
+    }
+}
+
+/// Elsewhere the stamp is the length and the modification and creation times: weaker, since a
+/// copy may keep both (docs/raw-format.md says so).
+#[cfg(not(unix))]
+fn stamp_of(meta: &fs::Metadata) -> FileStamp {
+    let ns = |t: std::io::Result<std::time::SystemTime>| {
+        t.ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(-1, |d| d.as_nanos() as i128)
+    };
+    FileStamp {
+        len: meta.len(),
+        modified_ns: ns(meta.modified()),
+        changed_ns: ns(meta.created()),
+        device: 0,
+        inode: 0,
+    }
+}
+
+/// The stamps of a pass's raw files: pass.json, and runs.jsonl where there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub pass_json: FileStamp,
+    pub runs: Option<FileStamp>,
+}
+
+impl Stamp {
+    /// The stamp of the pass in `dir` now.
+    pub fn of(dir: &Path) -> std::io::Result<Stamp> {
+        let pass_json = FileStamp::of(&dir.join(PASS_FILE))?;
+        let runs = match FileStamp::of(&dir.join(RUNS_FILE)) {
+            Ok(stamp) => Some(stamp),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Stamp { pass_json, runs })
+    }
+}
+
+/// The first line of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheHeader {
+    pub format: u32,
+    /// Which code worked the rows out (`analysis::leaderboard::ROWS_VERSION`): rows of another
+    /// are worked out again.
+    pub rows_version: String,
+    pub pass_id: String,
+    pub stamp: Stamp,
+    /// What of runs.jsonl could not be read (`damage_notes`): said again on every read.
+    pub damage: Vec<String>,
+    /// The length of the rows after the header line.
+    pub rows_bytes: u64,
+}
+
+/// A cache that matches its pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cached {
+    pub pass_id: String,
+    pub damage: Vec<String>,
+    /// The pass's rows, as the leaderboard CSV holds them (no header line).
+    pub rows: Vec<u8>,
+}
+
+/// Why a cache was not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// There is none.
+    Absent,
+    /// It is not a plain file, is larger than [`MAX_CACHE_BYTES`], or is not a cache.
+    Unreadable,
+    /// It was made from other files than those there now, by other code, or in another layout.
+    Stale,
+}
+
+/// The cache of the pass in `dir`, when it matches `rows_version` and the raw files as they
+/// are now.
+pub fn read(dir: &Path, rows_version: &str) -> Result<Cached, Miss> {
+    let path = dir.join(CACHE_FILE);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
+        Err(_) => return Err(Miss::Unreadable),
+    };
+    if !meta.file_type().is_file() || meta.len() > MAX_CACHE_BYTES {
+        return Err(Miss::Unreadable);
+    }
+    // Stamped before the cache is read: a write of the raw files from here on is a new ctime.
+    let now = Stamp::of(dir).map_err(|_| Miss::Stale)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let file = fs::File::open(&path).map_err(|_| Miss::Unreadable)?;
+    file.take(MAX_CACHE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| Miss::Unreadable)?;
+    if bytes.len() as u64 > MAX_CACHE_BYTES {
+        return Err(Miss::Unreadable);
+    }
+    let end = memchr_newline(&bytes).ok_or(Miss::Unreadable)?;
+    let header: CacheHeader =
+        serde_json::from_slice(&bytes[..end]).map_err(|_| Miss::Unreadable)?;
+    if header.format != CACHE_FORMAT || header.rows_version != rows_version || header.stamp != now {
+        return Err(Miss::Stale);
+    }
+    let rows = bytes.split_off(end + 1);
+    if rows.len() as u64 != header.rows_bytes || rows.last().is_some_and(|b| *b != b'\n') {
+        return Err(Miss::Unreadable);
+    }
+    Ok(Cached {
+        pass_id: header.pass_id,
+        damage: header.damage,
+        rows,
+    })
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+/// Writes the cache of the pass in `dir`: `rows` worked out from the raw files as `stamp`
+/// found them (taken before they were read). Written only if they are still so, into a
+/// temporary beside it that is renamed over the old one. `Ok(false)`: the raw files changed
+/// meanwhile, and nothing was written.
+pub fn write(
+    dir: &Path,
+    stamp: &Stamp,
+    rows_version: &str,
+    pass_id: &str,
+    damage: &[String],
+    rows: &[u8],
+) -> std::io::Result<bool> {
+    if Stamp::of(dir)? != *stamp {
+        return Ok(false);
+    }
+    let header = CacheHeader {
+        format: CACHE_FORMAT,
+        rows_version: rows_version.to_owned(),
+        pass_id: pass_id.to_owned(),
+        stamp: stamp.clone(),
+        damage: damage.to_vec(),
+        rows_bytes: rows.len() as u64,
+    };
+    let mut text = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    text.extend_from_slice(rows);
+    if text.len() as u64 > MAX_CACHE_BYTES {
+        // It would not be read back: none at all says the same more cheaply.
+        let _ = fs::remove_file(dir.join(CACHE_FILE));
+        return Ok(false);
+    }
+    let tmp = dir.join(".leaderboard.cache.tmp");
+    // A temporary left by a killed writer, or planted as a link, is removed as what it is;
+    // create_new (O_EXCL) follows no link put there since.
+    if fs::symlink_metadata(&tmp)
+        .is_ok_and(|m| m.file_type().is_file() || m.file_type().is_symlink())
+    {
+        let _ = fs::remove_file(&tmp);
+    }
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut file| file.write_all(&text));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    // No sync: a cache lost or cut short by a crash is one that does not match, and is rebuilt.
+    fs::rename(&tmp, dir.join(CACHE_FILE))?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROWS: &[u8] = b"p,m,e\n";
+
+    fn pass() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(PASS_FILE), "{}\n").unwrap();
+        fs::write(dir.path().join(RUNS_FILE), "{}\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_cache_is_read_back_while_its_raw_files_are_as_they_were() {
+        let dir = pass();
+        let stamp = Stamp::of(dir.path()).unwrap();
+        assert!(write(dir.path(), &stamp, "v1", "p", &["a note".to_owned()], ROWS).unwrap());
+        let cached = read(dir.path(), "v1").unwrap();
+        assert_eq!(
+            cached,
+            Cached {
+                pass_id: "p".to_owned(),
+                damage: vec!["a note".to_owned()],
+                rows: ROWS.to_vec()
+            }
+        );
+        assert_eq!(
+            read(dir.path(), "v2"),
+            Err(Miss::Stale),
+            "rows of other code"
+        );
+        // One more byte of runs: another length, another ctime.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(RUNS_FILE))
+            .unwrap()
+            .write_all(b"\n")
+            .unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Stale));
+        // A stamp taken before the raw files changed writes nothing.
+        assert!(!write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap());
+    }
+
+    #[test]
+    fn a_cache_that_is_not_one_is_unreadable_and_none_is_absent() {
+        let dir = pass();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Absent));
+        for bytes in [&b""[..], b"{}", b"not json\n", b"{\"format\":1}\nrows\n"] {
+            fs::write(dir.path().join(CACHE_FILE), bytes).unwrap();
+            assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "{bytes:?}");
+        }
+        let stamp = Stamp::of(dir.path()).unwrap();
+        write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap();
+        let text = fs::read(dir.path().join(CACHE_FILE)).unwrap();
+        fs::write(dir.path().join(CACHE_FILE), &text[..text.len() - 1]).unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "cut short");
+        fs::File::create(dir.path().join(CACHE_FILE))
+            .unwrap()
+            .set_len(MAX_CACHE_BYTES + 1)
+            .unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "too large");
+    }
+}
