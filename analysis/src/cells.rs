@@ -219,7 +219,11 @@ pub struct CellStep {
     pub serving: Option<crate::serving::Serving>,
     /// Steps whose runs carry energy (one stream at a time, a cell with a source).
     pub energy: Option<EnergyStep>,
-    pub reasons: Vec<Reason>,
+/// The pass's measurer figures (`crate::floor`): CPU µs per streamed token and the
+    /// self-check's largest TTFT error, the same for every step of a pass.
+    pub measurer_us_per_token: Option<f64>,
+    pub self_check_ttft_error_ms: Option<f64>,
+        pub reasons: Vec<Reason>,
 }
 
 /// A step's energy figures, each a median over its runs with a band, and where they came from.
@@ -619,7 +623,10 @@ fn cell_step(pass: &Pass, facts: &[RunFacts], concurrency: &[u32], g: Group) -> 
         }
     }
 
+    let floor = crate::floor::floor(&pass.info);
     CellStep {
+        measurer_us_per_token: floor.as_ref().and_then(|f| f.us_per_token),
+        self_check_ttft_error_ms: floor.as_ref().and_then(|f| Some(f.self_check.as_ref()?.ttft_error_max_ms)),
         pass_id: pass.info.pass_id.clone(),
         machine: pass.info.machine.name.clone(),
         cell: g.cell,

@@ -15,11 +15,11 @@ use crate::cells::{CellStep, MetricKind};
 use crate::reasons::join_codes;
 
 /// The number of columns.
-pub const N_COLUMNS: usize = 26;
+pub const N_COLUMNS: usize = 28;
 
-/// The columns, in this order. Changing them breaks every consumer: don't. The last seven came
-/// later (the rest of the comparison key, `crate::key`) and are at the end, so that a reader by
-/// position finds the first nineteen where they were.
+/// The columns, in this order. Changing them breaks every consumer: don't. Columns that came
+/// later are at the end, so that a reader by position finds the earlier ones where they were:
+/// seven of the comparison key (`crate::key`), then the pass's measurer figures.
 pub const COLUMNS: [&str; N_COLUMNS] = [
     "pass_id",
     "machine",
@@ -47,6 +47,8 @@ pub const COLUMNS: [&str; N_COLUMNS] = [
     "temperature",
     "past_eos",
     "prompt_set",
+    "harness_us_per_token",
+    "self_check_ttft_error_ms",
 ];
 
 /// The columns that say which figure a row is and how it was measured: rows alike in all of
@@ -163,7 +165,7 @@ pub fn rows(steps: &[CellStep]) -> Vec<Row> {
             // step's reasons hold the session reasons and those of its row, engine+build).
             let key = key_columns(&crate::key::ComparisonKey::of(step));
             rows.extend(crate::agent::leaderboard_rows(std::slice::from_ref(cell)).into_iter().map(|row| {
-                let mut row: Vec<String> = row.into_iter().chain(key.iter().cloned()).collect();
+                let mut row: Vec<String> = row.into_iter().chain(key.iter().cloned()).chain(measurer_columns(step)).collect();
                 row[FLAGS] = flags.clone();
                 Row::try_from(row).expect("an agent row and its key fill every column")
             }));
@@ -222,6 +224,7 @@ fn with_code(flags: &str, code: &str) -> String {
 /// band's two ends or two empty fields, the values it was taken over) and the flags.
 fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String, String), n: usize, flags: String) -> Row {
     let [max_tokens, concurrency, request_rate, api, temperature, past_eos, prompt_set] = key_columns(&crate::key::ComparisonKey::of(step));
+    let [measurer_us_per_token, self_check_ttft_error_ms] = measurer_columns(step);
     [
         text(&step.pass_id),
         text(&step.machine),
@@ -249,7 +252,15 @@ fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String
         temperature,
         past_eos,
         prompt_set,
+        measurer_us_per_token,
+        self_check_ttft_error_ms,
     ]
+}
+
+/// The pass's own columns: what measuring cost and how far its clock was from the truth
+/// (docs/metrics.md, "What measuring costs"), empty where it was not recorded.
+fn measurer_columns(step: &CellStep) -> [String; 2] {
+    [step.measurer_us_per_token.map(|v| format!("{v:.2}")).unwrap_or_default(), step.self_check_ttft_error_ms.map(number).unwrap_or_default()]
 }
 
 /// A text cell from an engine, a user or a file (names, versions, ids, hashes, lanes): one
@@ -272,7 +283,7 @@ fn energy_number(v: f64) -> String {
 /// Which code works the rows out: a pass's `leaderboard.cache` made by another is worked out
 /// again (`benchpass_format::leaderboard_cache`). Bump the number after `+rows.` whenever a
 /// change here or in `crate::cells` may change a row of some pass.
-pub const ROWS_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+rows.1");
+pub const ROWS_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+rows.2");
 
 /// The header line of the file.
 pub fn csv_header() -> Vec<u8> {
