@@ -1063,7 +1063,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         let mut last_workload = None;
         for (i, (part, part_owed)) in visit.parts.iter().zip(visit_owed).enumerate() {
             let level = part.step.concurrency.unwrap_or(pass.concurrency);
-            if info.stopped_sweeps.iter().any(|stop| stop.leaves_out(cell_id, part.step.workload, part.step.target_prompt_tokens, level)) {
+            if stopped(&info, cell_id, &part.step, pass.concurrency) {
                 continue;
             }
             if last_workload.is_some_and(|l| l != part.workload_index) && !gap(pass.between_workloads_s * options.gap_scale, &mut interrupt).await {
@@ -1115,10 +1115,6 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
         }
     }
     progress.finish();
-    let left_out = |cell: &str, step: &Step| {
-        let level = step.concurrency.unwrap_or(pass.concurrency);
-        info.stopped_sweeps.iter().any(|stop| stop.leaves_out(cell, step.workload, step.target_prompt_tokens, level))
-    };
     if summary.status == PassStatus::Complete {
         // Counted on disk, against every place of the plan: `complete` is a claim about the
         // whole pass, whatever this run and the ones before it did.
@@ -1128,7 +1124,7 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             .iter()
             .flat_map(|v| v.parts.iter().flat_map(move |p| p.slots.iter().map(move |s| (v.cell, s))))
             // The levels a stopped sweep left out were not owed.
-            .filter(|(cell, slot)| !left_out(&pass.cells[*cell].id, &slot.step))
+            .filter(|(cell, slot)| !stopped(&info, &pass.cells[*cell].id, &slot.step, pass.concurrency))
             .flat_map(|(cell, slot)| places_in_slot(&pass.cells[cell].id, slot))
             .collect();
         let missing = on_disk.missing(&planned);
@@ -1236,6 +1232,13 @@ fn places_on_disk(dir: &std::path::Path) -> anyhow::Result<Vec<RunRecord>> {
         });
     }
     Ok(places)
+}
+
+/// Whether `step` of `cell` is a level a stopped sweep left out (`--stop-at-saturation`): not
+/// run, and not owed. `concurrency` is the pass's, for a step without its own.
+fn stopped(info: &PassInfo, cell: &str, step: &Step, concurrency: u32) -> bool {
+    let level = step.concurrency.unwrap_or(concurrency);
+    info.stopped_sweeps.iter().any(|stop| stop.leaves_out(cell, step.workload, step.target_prompt_tokens, level))
 }
 
 /// After a level of a sweep: where the check says this sweep's last two levels were past its
