@@ -48,6 +48,24 @@ pub struct PassInfo {
     pub stopped_sweeps: Vec<StoppedSweep>,
 }
 
+impl SelfCheck {
+    /// "TTFT within 0.42 ms (median 0.21 ms), decode rate within 0.31 % (median 0.12 %): 16
+    /// requests at 8 streams against the reference engine on loopback": what the run prints and
+    /// the report says.
+    pub fn describe(&self) -> String {
+        format!(
+            "TTFT within {:.2} ms (median {:.2} ms), decode rate within {:.2} % (median {:.2} %): {} requests at {} stream{} against the reference engine on loopback",
+            self.ttft_error_max_ms,
+            self.ttft_error_median_ms,
+            self.decode_error_max * 100.0,
+            self.decode_error_median * 100.0,
+            self.requests,
+            self.streams,
+            if self.streams == 1 { "" } else { "s" }
+        )
+    }
+}
+
 /// A thermal gate before a cell (docs/plans.md, `[gaps] cooldown`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CooldownRecord {

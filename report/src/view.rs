@@ -758,15 +758,7 @@ pub fn self_check_text(pass: &Pass) -> String {
     match pass.info.measurer.as_ref().map(|m| m.self_check.as_ref()) {
         None => "not recorded".to_owned(),
         Some(None) => "none (skipped with --no-self-check, or it failed: the pass's output said why); a diff has no timing floor for this pass".to_owned(),
-        Some(Some(c)) => format!(
-            "TTFT within {:.2} ms (median {:.2} ms), decode rate within {:.2} % (median {:.2} %): {} requests at {} streams against the reference engine on loopback, before the first cell",
-            c.ttft_error_max_ms,
-            c.ttft_error_median_ms,
-            c.decode_error_max * 100.0,
-            c.decode_error_median * 100.0,
-            c.requests,
-            c.streams
-        ),
+        Some(Some(c)) => format!("{}, before the first cell", c.describe()),
     }
 }
 

@@ -1271,15 +1271,7 @@ fn stop_if_saturated(saturation: &Saturation, dir: &std::path::Path, info: &mut 
 async fn self_check(http: &reqwest::Client, server: &crate::self_check::SelfCheckServer, streams: u32) -> Option<benchpass_format::format::SelfCheck> {
     match crate::self_check::run(http, server, streams).await {
         Ok(check) => {
-            eprintln!(
-                "self-check against the reference engine on loopback, {} requests at {} streams: TTFT within {:.2} ms (median {:.2} ms), decode rate within {:.2} % (median {:.2} %)",
-                check.requests,
-                check.streams,
-                check.ttft_error_max_ms,
-                check.ttft_error_median_ms,
-                check.decode_error_max * 100.0,
-                check.decode_error_median * 100.0
-            );
+            eprintln!("self-check: {}", check.describe());
             Some(check)
         }
         Err(e) => {
