@@ -79,7 +79,8 @@ fn the_leaderboard_has_exactly_its_columns_and_one_row_per_figure() {
     assert_eq!(
         lines.next().unwrap(),
         "pass_id,machine,engine,engine_version,engine_sha256,model,build_sha256,lane,workload,target_prompt_tokens,\
-metric,unit,median,band_low,band_high,n,n_short,flags,token_count_source,max_tokens,concurrency,request_rate,api,temperature,past_eos,prompt_set"
+metric,unit,median,band_low,band_high,n,n_short,flags,token_count_source,max_tokens,concurrency,request_rate,api,temperature,past_eos,prompt_set,\
+harness_us_per_token,self_check_ttft_error_ms"
     );
     let llama = format!("fx-a,m1,llama.cpp,b5000,{},qwen,{},text,sustained,0,", "a".repeat(64), "1".repeat(64));
     // 50 tok/s ± 2 %: 49.000 to 51.000 (the 49 run was written as 5204.082 ms: 48.99999 tok/s).
