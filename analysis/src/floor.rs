@@ -7,8 +7,9 @@ use benchpass_format::format::{PassInfo, SelfCheck};
 
 use crate::cells::{CellStep, MetricKind};
 
-/// A pass's measurer figures, derived from what its `pass.json` recorded.
-#[derive(Debug, Clone, PartialEq)]
+/// A pass's measurer figures, derived from what its `pass.json` recorded; `run --json` writes
+/// them as they are (`measurer`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Floor {
     /// CPU time benchpass used (user + system) over the session, where the OS told it.
     pub cpu_seconds: Option<f64>,

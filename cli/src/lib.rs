@@ -237,7 +237,9 @@ pub fn run_summary(dir: &Path) -> anyhow::Result<RunSummary> {
         // What of runs.jsonl could not be read; empty for a whole pass.
         "damaged": pass.damage_notes(),
         "steps": json_steps,
-        "measurer": analysis::floor::floor(&pass.info).map(|f| measurer_json(&f)),
+        // What measuring cost benchpass and its self-check (docs/metrics.md, "What measuring
+        // costs"), field for field.
+        "measurer": analysis::floor::floor(&pass.info),
         "sweeps": analysis::knee::sweeps(&steps).iter().map(sweep_json).collect::<Vec<_>>(),
     });
     Ok(RunSummary { markdown: report::summary::render_markdown(&pass, &steps), json, next: next_step(&pass.runs, dir) })
@@ -253,29 +255,6 @@ fn sweep_json(sweep: &analysis::knee::Sweep) -> serde_json::Value {
         "levels": sweep.levels.iter().enumerate().map(|(i, _)| sweep.level_name(i)).collect::<Vec<_>>(),
         "knee": sweep.knee.map(|i| sweep.level_name(i)),
         "largest_meeting_slo": sweep.largest_meeting_slo.map(|i| sweep.level_name(i)),
-    })
-}
-
-/// What measuring cost benchpass and its self-check (docs/metrics.md, "What measuring costs").
-fn measurer_json(f: &analysis::floor::Floor) -> serde_json::Value {
-    serde_json::json!({
-        "cpu_seconds": f.cpu_seconds,
-        "wall_seconds": f.wall_seconds,
-        "streamed_tokens": f.streamed_tokens,
-        "stream_events": f.stream_events,
-        "us_per_token": f.us_per_token,
-        "us_per_event": f.us_per_event,
-        "core_share": f.core_share,
-        "clock_tick_ns": f.clock_tick_ns,
-        "self_check": f.self_check.as_ref().map(|c| serde_json::json!({
-            "streams": c.streams,
-            "requests": c.requests,
-            "max_tokens": c.max_tokens,
-            "ttft_error_median_ms": c.ttft_error_median_ms,
-            "ttft_error_max_ms": c.ttft_error_max_ms,
-            "decode_error_median": c.decode_error_median,
-            "decode_error_max": c.decode_error_max,
-        })),
     })
 }
 
