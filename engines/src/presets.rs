@@ -115,15 +115,16 @@ pub enum Logprobs {
     /// Answered, with at most `max_top_logprobs` alternatives a token where the engine caps
     /// them (a request above the cap is refused: mlx-lm raises above 11).
     Supported { max_top_logprobs: Option<u32> },
-    /// Any request for logprobs is refused (Splash answers 400).
-    Rejected,
+    /// Every request a quality workload sends for logprobs is refused: `why` says which the
+    /// engine refuses (Splash: any; MTPLX: any streamed, or of more than one token).
+    Rejected { why: &'static str },
 }
 
 impl Logprobs {
     /// Why a quality workload asking `top_logprobs` alternatives cannot run on this engine.
     pub fn refusal(self, top_logprobs: u32) -> Option<String> {
         match self {
-            Logprobs::Rejected => Some("it answers every request for logprobs with an error".to_owned()),
+            Logprobs::Rejected { why } => Some(why.to_owned()),
             Logprobs::Supported { max_top_logprobs: Some(max) } if top_logprobs > max => {
                 Some(format!("it refuses `top_logprobs` above {max}, and this workload asks for {top_logprobs}"))
             }
@@ -136,7 +137,7 @@ impl Logprobs {
         match self {
             Logprobs::Supported { max_top_logprobs: Some(max) } => format!("yes, top_logprobs at most {max}"),
             Logprobs::Supported { max_top_logprobs: None } => "yes".to_owned(),
-            Logprobs::Rejected => "no (a request for them is refused)".to_owned(),
+            Logprobs::Rejected { .. } => "no (a request for them is refused)".to_owned(),
         }
     }
 }
@@ -528,7 +529,7 @@ pub const PRESETS: &[Preset] = &[
         kv_cache_lookup: None,
         saves_arguments: None,
         request_headers: &[],
-        logprobs: Logprobs::Rejected,
+        logprobs: Logprobs::Rejected { why: "it answers every request for logprobs with an error" },
         capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "incoai/splash install/launcher.py (serve, --port, --version), server/server.py (/ready, /metrics, /tokenize), server/serve_options.py (opt-in persistent prefix cache), server/frontend.py (ignore_eos; logit_bias 400), server/metrics.py (counters)",
         sources: &[
@@ -566,7 +567,11 @@ pub const PRESETS: &[Preset] = &[
         saves_arguments: None,
         // Runs that repeat a prompt would be served from the session cache; agent sessions use it.
         request_headers: &[RequestHeader { name: "x-mtplx-cache-mode", value: "bypass", scope: HeaderScope::AllButAgent }],
-        logprobs: Logprobs::Supported { max_top_logprobs: None },
+        // A quality workload streams answers of many tokens: MTPLX gives logprobs of the first
+        // token only, unstreamed, with max_tokens = 1 (2.12.2), or none on chat (2.9.2).
+        logprobs: Logprobs::Rejected {
+            why: "it answers logprobs only unstreamed and for one token (max_tokens = 1), and a quality workload streams answers of many tokens",
+        },
         capabilities: Capabilities { stream_usage: true, cached_tokens: false, tool_calls: true },
         source: "youssofal/MTPLX mtplx/server/openai.py (/health, session bank, mtplx_stats), mtplx/cli.py (serve, --version, --ssd-session-cache)",
         sources: &[
@@ -579,7 +584,7 @@ pub const PRESETS: &[Preset] = &[
             ("cache_flush", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L37444-L37460 (POST /admin/cache/clear: every session dropped); mtplx/engine_session.py#L2028-L2110 (no session id: the session whose tokens are the prompt's longest prefix)"),
             ("request_headers", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L37751-L37759 (x-mtplx-cache-mode: bypass, stateless or off)"),
             ("request_extra", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L1781-L1803 (ChatCompletionRequest.enable_thinking); youssofal/MTPLX@0001c3cbe8ff reads no reasoning_effort"),
-            ("logprobs", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L1817 (top_logprobs), #L30199-L30214 (K alternatives when logprobs is true; no cap)"),
+            ("logprobs", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L37690-L37699 (every chat request with logprobs checked), #L30139-L30185 (400 unless max_tokens = 1, stream false and no stop; top_logprobs at most MTPLX_PROMPT_LOGPROBS_MAX, 128); mtplx 2.9.2 mtplx/server/openai.py#L26588-L26595 (400 for any logprobs on /v1/chat/completions)"),
             ("tool_calls", "mtplx 2.12.2 (the PyPI wheel of youssofal/MTPLX) mtplx/server/openai.py#L1781 (ChatCompletionRequest tools), tool-call streaming throughout"),
         ],
         assumed: &["stream_usage", "cached_tokens"],

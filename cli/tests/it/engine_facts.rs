@@ -191,6 +191,11 @@ fn a_quality_workload_on_an_engine_that_refuses_its_logprobs_is_refused_at_plan_
     assert!(!check.status.success());
     assert!(stderr.contains(":14: engine `e` (preset `splash`) cannot run this quality workload: it answers every request for logprobs with an error"), "{stderr}");
     assert!(stderr.contains("hint: run the quality workload in a plan without engine `e`"), "{stderr}");
+    // MTPLX answers them for one unstreamed token only (mtplx 2.12.2, docs/plans.md).
+    let check = benchpass(&["plan", "check", plan("mtplx", "top_logprobs = 1").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(!check.status.success());
+    assert!(stderr.contains(":14: engine `e` (preset `mtplx`) cannot run this quality workload: it answers logprobs only unstreamed and for one token"), "{stderr}");
     // The reference engine answers them.
     assert!(benchpass(&["plan", "check", plan("benchpass-sim", "").to_str().unwrap()]).status.success());
 }
