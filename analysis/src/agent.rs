@@ -268,7 +268,8 @@ pub const LEADERBOARD_METRICS: [(&str, &str); 4] =
 /// The leaderboard rows of `cells`, in the columns of [`crate::leaderboard::COLUMNS`]
 /// (`target_prompt_tokens` 0; a metric with no value gets no row; `ttft_cached_ms` and
 /// `cache_hit_ratio` have no band, being over turns of different sizes; `n` is the values a
-/// figure is over: sessions for the cold TTFT, turns for the rest).
+/// figure is over: sessions for the cold TTFT, turns for the rest). Text is as it was recorded:
+/// the leaderboard's CSV guards its text cells against spreadsheets when it writes them.
 pub fn leaderboard_rows(cells: &[AgentCell]) -> Vec<[String; 19]> {
     let mut rows = Vec::new();
     for cell in cells {
@@ -283,14 +284,14 @@ pub fn leaderboard_rows(cells: &[AgentCell]) -> Vec<[String; 19]> {
             let Some(value) = value else { continue };
             let (low, high) = band.map_or((String::new(), String::new()), |b| (number(b.low), number(b.high)));
             rows.push([
-                spreadsheet(&cell.pass_id),
-                spreadsheet(&cell.machine),
-                spreadsheet(&cell.engine),
-                spreadsheet(&cell.engine_version),
-                spreadsheet(cell.engine_sha256.as_deref().unwrap_or_default()),
-                spreadsheet(&cell.model),
-                spreadsheet(cell.build_sha256.as_deref().unwrap_or_default()),
-                spreadsheet(&cell.lane),
+                cell.pass_id.clone(),
+                cell.machine.clone(),
+                cell.engine.clone(),
+                cell.engine_version.clone(),
+                cell.engine_sha256.clone().unwrap_or_default(),
+                cell.model.clone(),
+                cell.build_sha256.clone().unwrap_or_default(),
+                cell.lane.clone(),
                 Workload::Agent.as_str().to_owned(),
                 "0".to_owned(),
                 metric.to_owned(),
@@ -310,12 +311,6 @@ pub fn leaderboard_rows(cells: &[AgentCell]) -> Vec<[String; 19]> {
 
 fn figure_cells(figure: Option<&Figure>) -> (Option<f64>, Option<Band>, usize) {
     figure.map_or((None, None, 0), |f| (Some(f.median), f.band, f.values.len()))
-}
-
-/// As the leaderboard writes its text cells: one a spreadsheet would take for a formula gets
-/// a `'` in front (docs/leaderboard.md).
-fn spreadsheet(value: &str) -> String {
-    benchpass_format::csv::spreadsheet_cell(value).into_owned()
 }
 
 /// Three decimals, as the leaderboard writes every number.

@@ -140,7 +140,7 @@ pub fn key_columns(key: &crate::key::ComparisonKey) -> [String; 7] {
         key.max_tokens.to_string(),
         key.concurrency.to_string(),
         key.request_rate.clone(),
-        text(&key.api),
+        key.api.clone(),
         key.temperature.clone(),
         key.past_eos.clone(),
         key.prompt_set.clone(),
@@ -195,7 +195,7 @@ pub fn rows(steps: &[CellStep]) -> Vec<Row> {
                     (String::new(), String::new())
                 };
                 let name = format!("{}:{}", kind.as_str(), energy.key);
-                rows.push(row(step, text(&name), kind.unit(), energy_number(metric.median), (low, high), metric.values.len(), flags.clone()));
+                rows.push(row(step, name, kind.unit(), energy_number(metric.median), (low, high), metric.values.len(), flags.clone()));
             }
         }
         if let Some(serving) = &step.serving {
@@ -226,14 +226,14 @@ fn row(step: &CellStep, metric: String, unit: &str, value: String, band: (String
     let [max_tokens, concurrency, request_rate, api, temperature, past_eos, prompt_set] = key_columns(&crate::key::ComparisonKey::of(step));
     let [measurer_us_per_token, self_check_ttft_error_ms] = measurer_columns(step);
     [
-        text(&step.pass_id),
-        text(&step.machine),
-        text(&step.engine),
-        text(&step.engine_version),
-        text(step.engine_sha256.as_deref().unwrap_or_default()),
-        text(&step.model),
-        text(step.build_sha256.as_deref().unwrap_or_default()),
-        text(&step.lane),
+        step.pass_id.clone(),
+        step.machine.clone(),
+        step.engine.clone(),
+        step.engine_version.clone(),
+        step.engine_sha256.clone().unwrap_or_default(),
+        step.model.clone(),
+        step.build_sha256.clone().unwrap_or_default(),
+        step.lane.clone(),
         step.workload.as_str().to_owned(),
         step.target_prompt_tokens.to_string(),
         metric,
@@ -263,13 +263,6 @@ fn measurer_columns(step: &CellStep) -> [String; 2] {
     [step.measurer_us_per_token.map(|v| format!("{v:.2}")).unwrap_or_default(), step.self_check_ttft_error_ms.map(number).unwrap_or_default()]
 }
 
-/// A text cell from an engine, a user or a file (names, versions, ids, hashes, lanes): one
-/// that a spreadsheet would take for a formula (it starts with `=`, `+`, `-`, `@`, a tab or a
-/// carriage return) gets a `'` in front (docs/leaderboard.md). Numbers never go through it.
-fn text(value: &str) -> String {
-    benchpass_format::csv::spreadsheet_cell(value).into_owned()
-}
-
 /// Three decimals: enough for milliseconds and rates, and the same bytes on every machine.
 fn number(v: f64) -> String {
     format!("{v:.3}")
@@ -293,8 +286,58 @@ pub fn csv_header() -> Vec<u8> {
 /// The rows of one pass's figures as the file holds them, without the header line: what a
 /// pass's `leaderboard.cache` keeps, and what [`to_csv`] joins.
 pub fn csv_rows(steps: &[CellStep]) -> Vec<u8> {
-    csv_records(rows(steps))
+    csv_records(rows(steps).into_iter().map(for_spreadsheet))
 }
+
+/// The columns whose text comes from engines, users and files (names, versions, ids, hashes,
+/// lanes, the API): the ones the CSV guards against spreadsheets (docs/leaderboard.md). Every
+/// other column holds numbers or words of this program's own.
+pub const SPREADSHEET_TEXT: [usize; 9] = [0, 1, 2, 3, 4, 5, 6, 7, 22];
+
+/// `row` as the CSV writes it: a text cell that a spreadsheet would take for a formula (it
+/// starts with `=`, `+`, `-`, `@`, a tab or a carriage return) gets a `'` in front.
+pub fn for_spreadsheet(mut row: Row) -> Row {
+    for i in SPREADSHEET_TEXT {
+        if let std::borrow::Cow::Owned(guarded) = benchpass_format::csv::spreadsheet_cell(&row[i]) {
+            row[i] = guarded;
+        }
+    }
+    row
+}
+
+/// The row [`for_spreadsheet`] was given, from what it made, or `None` where that cannot be
+/// told: a cell that starts with `'` and a formula character was either guarded or written so
+/// by its engine or user (`-beta` and `'-beta` are both written `'-beta`).
+pub fn from_spreadsheet(row: Row) -> Option<Row> {
+    for i in SPREADSHEET_TEXT {
+        if let Some(rest) = row[i].strip_prefix('\'') {
+            if rest.starts_with(benchpass_format::csv::FORMULA_STARTS) {
+                return None;
+            }
+        }
+    }
+    Some(row)
+}
+
+/// What a column holds, for formats that type their columns (the Parquet export).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    Text,
+    /// A whole number: a count, a token size, a stream count.
+    Integer,
+    /// A number with decimals, as the CSV writes it.
+    Decimal,
+}
+
+/// Each of [`COLUMNS`]' type, in order. An empty CSV field is a missing value of its type.
+pub const COLUMN_TYPES: [ColumnType; N_COLUMNS] = {
+    use ColumnType::{Decimal as D, Integer as I, Text as T};
+    [
+        T, T, T, T, T, T, T, T, T, I, // pass_id … target_prompt_tokens
+        T, T, D, D, D, I, I, T, T, I, // metric … max_tokens
+        I, D, T, D, T, T, D, D, // concurrency … self_check_ttft_error_ms
+    ]
+};
 
 fn csv_records(records: impl IntoIterator<Item = Row>) -> Vec<u8> {
     let mut writer = csv::Writer::from_writer(Vec::new());
@@ -328,8 +371,35 @@ pub fn to_csv<'a>(passes: impl IntoIterator<Item = &'a [CellStep]>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_flags_index_names_the_flags_column() {
-        assert_eq!(super::COLUMNS[super::FLAGS], "flags");
+        assert_eq!(COLUMNS[FLAGS], "flags");
+    }
+
+    #[test]
+    fn the_spreadsheet_columns_are_the_documented_ones() {
+        let names: Vec<&str> = SPREADSHEET_TEXT.iter().map(|&i| COLUMNS[i]).collect();
+        assert_eq!(
+            names,
+            ["pass_id", "machine", "engine", "engine_version", "engine_sha256", "model", "build_sha256", "lane", "api"]
+        );
+        assert!(SPREADSHEET_TEXT.iter().all(|&i| COLUMN_TYPES[i] == ColumnType::Text));
+    }
+
+    #[test]
+    fn a_guarded_row_reads_back_unless_it_cannot_be_told() {
+        let mut row: Row = std::array::from_fn(|_| String::new());
+        row[3] = "-beta".into();
+        row[22] = "chat".into();
+        let guarded = for_spreadsheet(row.clone());
+        assert_eq!(guarded[3], "'-beta");
+        // Guarded or written so by its engine: both read `'-beta`, so neither is guessed.
+        assert_eq!(from_spreadsheet(guarded), None);
+        row[3] = "'quoted".into();
+        assert_eq!(from_spreadsheet(for_spreadsheet(row.clone())), Some(row.clone()));
+        row[3] = "1.2.3".into();
+        assert_eq!(from_spreadsheet(for_spreadsheet(row.clone())), Some(row));
     }
 }

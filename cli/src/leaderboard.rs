@@ -4,6 +4,8 @@
 //! the cache (where the folder may be written). Memory holds one slice of passes, never all:
 //! the CSV is streamed.
 
+pub mod parquet;
+
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -153,6 +155,14 @@ fn work_out(slice: &[PathBuf], which: &[usize]) -> anyhow::Result<Vec<Made>> {
             stamp,
         })
         .collect())
+}
+
+/// The rows of the pass in `dir` worked out from its raw runs, their text as recorded (the CSV
+/// guards it against spreadsheets when it writes it).
+fn raw_rows(dir: &Path) -> anyhow::Result<Vec<analysis::leaderboard::Row>> {
+    let passes = read_passes_keeping(&[dir.to_owned()], analysis::runs::events_the_figures_read)?;
+    let pass = passes.first().context("one pass read")?;
+    Ok(analysis::leaderboard::rows(&analysis::cells::summarize(pass)?))
 }
 
 /// `f` over `items` on every core, in order.

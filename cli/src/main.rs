@@ -132,6 +132,7 @@ enum FailOn {
 
 /// One leaderboard over several passes (columns in docs/leaderboard.md).
 ///   benchpass leaderboard data/passes/* --out leaderboard.csv   (or .md, .json)
+///   benchpass leaderboard data/passes/* --parquet fleet/        Parquet by machine and engine
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 struct LeaderboardArgs {
@@ -139,8 +140,13 @@ struct LeaderboardArgs {
     passes: Vec<PathBuf>,
     /// The file to write; the format follows its extension (.csv, .md or .json). Without it,
     /// CSV goes to stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "parquet")]
     out: Option<PathBuf>,
+    /// Write the rows as Parquet instead, into this new folder, partitioned by machine and
+    /// engine (DIR/machine=M/engine=E/part-N.parquet, Hive's layout, values percent-encoded):
+    /// DuckDB, polars or Spark read a fleet's passes from it (docs/leaderboard.md shows how).
+    #[arg(long, value_name = "DIR")]
+    parquet: Option<PathBuf>,
     /// Work every pass's rows out from its raw runs, ignoring its leaderboard.cache, and say
     /// which caches disagreed with them (they are rewritten).
     #[arg(long)]
@@ -714,6 +720,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let options = benchpass::leaderboard::Options { verify: args.verify };
             // The CSV of a fleet's passes is streamed, never held whole.
             let tally = match (&args.out, format) {
+                (None, _) if args.parquet.is_some() => {
+                    let out = args.parquet.as_deref().expect("given");
+                    let (tally, written) = benchpass::leaderboard::parquet::write(&args.passes, options, out)?;
+                    eprintln!(
+                        "{} rows of {} passes in {} Parquet files, {} partitions (machine, engine)",
+                        written.rows, tally.passes, written.files, written.partitions
+                    );
+                    println!("{}", out.display());
+                    tally
+                }
                 (None, _) => {
                     let mut out = harness::progress::PrintableWriter::new(std::io::BufWriter::new(std::io::stdout().lock()));
                     let tally = benchpass::leaderboard::write_csv(&args.passes, options, &mut out)?;

@@ -7,7 +7,9 @@
 //!   per 10,000 passes);
 //! - `cold`: `benchpass leaderboard` with no cache in any pass (the first read, which works
 //!   every row out from the raw runs, a slice of passes at a time, and writes the caches);
-//! - `warm`: the same with every cache in place.
+//! - `warm`: the same with every cache in place;
+//! - `parquet`: `benchpass leaderboard --parquet` through the same caches (its row count must be
+//!   the CSV's).
 //!
 //! The claim to check: 100,000 passes (12.6 M runs) at most 10 s and 2 GiB on a 2-core machine
 //! (warm). The three CSVs must be byte for byte the same; the run fails otherwise.
@@ -41,7 +43,7 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
     let corpus = crate::workspace_root().join("target/bench-leaderboard");
     let dirs = generate(&corpus, n_passes)?;
     let n_runs = n_passes * 126;
-    let mut modes = vec!["cold", "warm"];
+    let mut modes = vec!["cold", "warm", "parquet"];
     if n_passes <= MAX_PREVIOUS {
         modes.insert(0, "previous");
     }
@@ -57,6 +59,14 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
         anyhow::ensure!(output.status.success(), "the {mode} read failed: {}", String::from_utf8_lossy(&output.stderr));
         let line = String::from_utf8(output.stdout)?;
         let [seconds, kib]: [f64; 2] = line.split_whitespace().map(|w| w.parse().unwrap_or(f64::NAN)).collect::<Vec<_>>().try_into().map_err(|_| anyhow::anyhow!("{mode}: {line}"))?;
+        if mode == "parquet" {
+            let rows: usize = std::fs::read_to_string(corpus.join("leaderboard-parquet.rows"))?.trim().parse()?;
+            let csv_rows = first.as_ref().map(|csv| csv.iter().filter(|b| **b == b'\n').count() - 1);
+            anyhow::ensure!(Some(rows) == csv_rows, "the Parquet export holds {rows} rows, the CSV {csv_rows:?}");
+            println!("| {mode} | {n_passes} | {n_runs} | {rows} | {seconds:.2} s | {:.0} MiB |", kib / 1024.0);
+            let _ = std::fs::remove_dir_all(corpus.join("leaderboard-parquet"));
+            continue;
+        }
         let csv = std::fs::read(corpus.join(format!("leaderboard-{mode}.csv")))?;
         let rows = csv.iter().filter(|b| **b == b'\n').count() - 1;
         println!("| {mode} | {n_passes} | {n_runs} | {rows} | {seconds:.2} s | {:.0} MiB |", kib / 1024.0);
@@ -86,7 +96,15 @@ fn measure(mode: &str, corpus: &Path, n_passes: usize) -> anyhow::Result<()> {
             let expected = if mode == "cold" { 0 } else { n_passes };
             anyhow::ensure!(tally.from_cache == expected, "{mode}: {} of {n_passes} passes read from their cache", tally.from_cache);
         }
-        _ => anyhow::bail!("--measure previous, cold or warm"),
+        "parquet" => {
+            // The bench's own scratch folder, left by an earlier run cut short.
+            let export = corpus.join("leaderboard-parquet");
+            let _ = std::fs::remove_dir_all(&export);
+            let (tally, written) = benchpass::leaderboard::parquet::write(&dirs, benchpass::leaderboard::Options::default(), &export)?;
+            anyhow::ensure!(tally.from_cache == n_passes, "parquet: {} of {n_passes} passes read from their cache", tally.from_cache);
+            std::fs::write(corpus.join("leaderboard-parquet.rows"), written.rows.to_string())?;
+        }
+        _ => anyhow::bail!("--measure previous, cold, warm or parquet"),
     }
     let seconds = started.elapsed().as_secs_f64();
     println!("{seconds} {}", peak_kib().unwrap_or(0));

@@ -24,6 +24,7 @@ mod hostile_sizes;
 mod key_echo;
 mod leaderboard_cache;
 mod leaderboard_md;
+mod leaderboard_parquet;
 mod llama_cpp;
 mod llama_cpp_agent;
 mod llama_cpp_quality;
