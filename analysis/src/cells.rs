@@ -325,7 +325,10 @@ pub fn summarize_many(passes: &[Pass]) -> PolarsResult<Vec<Vec<CellStep>>> {
                 .filter(|r| !r.warmup && r.cell == step.cell && r.workload == step.workload)
                 .filter(|r| r.target_prompt_tokens == step.target_prompt_tokens && r.concurrency == step.concurrency)
                 .collect();
-            let serving = crate::serving::figures_under(step.concurrency, &runs, &crate::serving::load_of(&passes[i].info));
+            let mut serving = crate::serving::figures_under(step.concurrency, &runs, &crate::serving::load_of(&passes[i].info));
+            if let Some(cell) = passes[i].info.cells.iter().find(|c| c.id == step.cell) {
+                serving.energy = crate::serving::energy(cell, step.workload, step.target_prompt_tokens, step.max_tokens, &serving);
+            }
             if let Some(rate) = serving.rate.as_ref().filter(|r| r.short()) {
                 step.reasons.push(crate::reasons::rate_not_held(rate));
             }

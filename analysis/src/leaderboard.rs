@@ -206,6 +206,16 @@ pub fn rows(steps: &[CellStep]) -> Vec<Row> {
                 // A percentile or a ratio of sums has no noise band (docs/leaderboard.md).
                 rows.push(self::row(step, name, row.unit, number(row.value), (String::new(), String::new()), row.n, flags));
             }
+            // The step's energy over its span, named like the serving rows, then with its source
+            // and domain as every energy row is (`joules_per_output_token@c4:rapl:package`).
+            if let Some(energy) = &serving.energy {
+                let figures = [("joules_per_output_token", "J/token", energy.joules_per_output_token), ("mean_watts", "W", Some(energy.mean_watts))];
+                for (metric, unit, value) in figures {
+                    let Some(value) = value else { continue };
+                    let name = format!("{}:{}", crate::serving::metric_name(metric, serving.concurrency), energy.key);
+                    rows.push(self::row(step, name, unit, energy_number(value), (String::new(), String::new()), serving.n_ok, serving_flags.clone()));
+                }
+            }
         }
     }
     rows
@@ -276,7 +286,7 @@ fn energy_number(v: f64) -> String {
 /// Which code works the rows out: a pass's `leaderboard.cache` made by another is worked out
 /// again (`benchpass_format::leaderboard_cache`). Bump the number after `+rows.` whenever a
 /// change here or in `crate::cells` may change a row of some pass.
-pub const ROWS_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+rows.2");
+pub const ROWS_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+rows.3");
 
 /// The header line of the file.
 pub fn csv_header() -> Vec<u8> {

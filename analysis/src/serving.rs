@@ -115,6 +115,52 @@ pub struct Serving {
     /// Tokens carried by each token event after a run's first (median, max), pooled over the
     /// step's runs ([`tokens_per_event`]): above 1, ITL is per event, not per token.
     pub tokens_per_event: Option<(f64, f64)>,
+    /// The machine's energy over the step's span, where the cell had a source ([`energy`]).
+    pub energy: Option<ServingEnergy>,
+}
+
+/// A step's energy at N > 1 streams (docs/metrics.md, "Energy under concurrency"): the
+/// joules of its whole span, prefill and decode of every stream together, over what the span
+/// served.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServingEnergy {
+    /// `source:domain`: energy of two steps is compared only where this is the same.
+    pub key: String,
+    pub joules: f64,
+    pub seconds: f64,
+    /// Joules ÷ seconds.
+    pub mean_watts: f64,
+    /// Joules ÷ Σ completion tokens of the successful runs: output tok/s's tokens.
+    pub joules_per_output_token: Option<f64>,
+    /// The same above the cell's idle baseline: (joules − idle watts × seconds) ÷ tokens.
+    pub joules_per_output_token_above_idle: Option<f64>,
+}
+
+/// The energy of a step with `serving`'s figures, from its cell's record in pass.json (the
+/// step's `workload`, `target`, `max_tokens` and streams); `None` where the cell has no source,
+/// the step's span was not recorded once (a step resumed in a second session has two, each
+/// over part of its runs), or the span is over other runs than the figures count.
+pub fn energy(cell: &benchpass_format::CellInfo, workload: Workload, target: u64, max_tokens: u64, serving: &Serving) -> Option<ServingEnergy> {
+    let source = cell.energy.as_ref()?;
+    let key = source.key();
+    let mut recorded = cell
+        .step_energy
+        .iter()
+        .filter(|e| e.workload == workload && e.target_prompt_tokens == target && e.max_tokens == max_tokens && e.concurrency == serving.concurrency);
+    let step = recorded.next()?;
+    if key.is_empty() || recorded.next().is_some() || step.runs != serving.n_ok || !(step.seconds > 0.0) || !step.joules.is_finite() {
+        return None;
+    }
+    let tokens = (serving.completion_tokens > 0).then_some(serving.completion_tokens as f64);
+    let above = source.idle_watts.map(|w| step.joules - w * step.seconds);
+    Some(ServingEnergy {
+        key,
+        joules: step.joules,
+        seconds: step.seconds,
+        mean_watts: step.joules / step.seconds,
+        joules_per_output_token: tokens.map(|n| step.joules / n),
+        joules_per_output_token_above_idle: above.zip(tokens).map(|(j, n)| j / n),
+    })
 }
 
 /// How far the achieved request rate may fall below the offered one before a step is marked
@@ -340,6 +386,7 @@ pub fn figures_under(concurrency: u32, runs: &[&RunRecord], load: &Load) -> Serv
         rate: load.request_rate.map(|requested| rate_held(requested, runs)),
         goodput: load.slo.as_ref().filter(|s| !s.limits().is_empty()).map(|slo| goodput(runs, slo, span_ms)),
         tokens_per_event: per_event_median.zip(per_event_max),
+        energy: None,
     }
 }
 

@@ -244,6 +244,29 @@ pub struct CellInfo {
     /// (docs/metrics.md "Energy"). Absent in a pass from before energy was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<CellEnergy>,
+    /// The energy of each step whose streams ran side by side, over the step's span (a run's
+    /// own interval holds the others' work there, so its runs record none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_energy: Vec<StepEnergy>,
+}
+
+/// A step at N > 1 streams: the machine's joules from the earliest start to the latest end of
+/// its successful measured runs (docs/metrics.md "Energy under concurrency").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepEnergy {
+    pub workload: Workload,
+    pub target_prompt_tokens: u64,
+    pub max_tokens: u64,
+    pub concurrency: u32,
+    /// The successful runs the span is over: all of them from one session of the pass. A step
+    /// resumed in a second session is recorded twice, each over part of its runs, and its
+    /// figures are worked out from neither.
+    pub runs: usize,
+    #[serde(with = "float")]
+    pub joules: f64,
+    /// The span, in seconds.
+    #[serde(with = "float")]
+    pub seconds: f64,
 }
 
 /// Where a run's energy is read (docs/metrics.md "Energy").
@@ -950,6 +973,7 @@ impl CellInfo {
             probed: None,
             imported_steps: Vec::new(),
             energy: None,
+            step_energy: Vec::new(),
         }
     }
 

@@ -157,6 +157,8 @@ pub struct PassSummary {
     /// measurer's cost is per token and per event of them).
     pub streamed_tokens: u64,
     pub stream_events: u64,
+    /// Energy of the steps at N > 1 streams this session ran, by cell id, not yet in pass.json.
+    pub step_energy: Vec<(String, benchpass_format::StepEnergy)>,
 }
 
 /// One request to make: a step's warmup or measured repetition with its prompt cut.
@@ -410,6 +412,7 @@ pub(crate) fn new_summary(dir: &std::path::Path) -> PassSummary {
         token_count_sources: Vec::new(),
         streamed_tokens: 0,
         stream_events: 0,
+        step_energy: Vec::new(),
     }
 }
 
@@ -556,6 +559,7 @@ pub(crate) async fn run_jobs(
                 )
             })
             .flatten_unordered(streams as usize);
+        let mut span = StepSpan::default();
         loop {
             tokio::select! {
                 biased;
@@ -565,11 +569,64 @@ pub(crate) async fn run_jobs(
                     writer.append(&run)?;
                     progress.on_run(&run);
                     tally(summary, &run);
+                    span.add(phase_start, &run);
                 }
+            }
+        }
+        // Streams side by side: the machine's energy is the step's, over its span, read once
+        // its runs are all on disk.
+        let first = &phase[0];
+        let shared = streams > 1 && !first.warmup && !matches!(first.workload, Workload::Agent | Workload::Quality | Workload::Soak);
+        if let (true, Some(energy)) = (shared, target.machine.and_then(|m| m.energy())) {
+            if let Some((joules, seconds)) = span.energy(energy).await {
+                let step = benchpass_format::StepEnergy {
+                    workload: first.workload,
+                    target_prompt_tokens: first.target,
+                    max_tokens: first.max_tokens,
+                    concurrency: streams,
+                    runs: span.runs,
+                    joules,
+                    seconds,
+                };
+                summary.step_energy.push((target.cell_id.to_owned(), step));
             }
         }
     }
     Ok(true)
+}
+
+/// From the earliest start to the latest end of a step's successful measured runs, on the
+/// monotonic clock: the span of its serving figures (`analysis::serving::span_ms`, there from
+/// the runs' records), a run ending at its last event.
+#[derive(Default)]
+struct StepSpan {
+    from: Option<tokio::time::Instant>,
+    to: Option<tokio::time::Instant>,
+    runs: usize,
+}
+
+impl StepSpan {
+    fn add(&mut self, phase_start: tokio::time::Instant, run: &RunRecord) {
+        let (Some(sent_ns), Some(last)) = (run.sent_ns, run.events.last()) else { return };
+        if run.warmup || run.is_error() {
+            return;
+        }
+        let start = phase_start + std::time::Duration::from_nanos(sent_ns);
+        let end = start + std::time::Duration::from_nanos(last.t_ns);
+        self.from = Some(self.from.map_or(start, |t| t.min(start)));
+        self.to = Some(self.to.map_or(end, |t| t.max(end)));
+        self.runs += 1;
+    }
+
+    /// Joules and seconds over the span, once a reading past its end is in.
+    async fn energy(&self, energy: &crate::sampler::EnergySampling) -> Option<(f64, f64)> {
+        let (from, to) = self.from.zip(self.to)?;
+        if !energy.wait_past(to).await {
+            return None;
+        }
+        let joules = energy.joules_between(from, to).filter(|j| j.is_finite())?;
+        Some((joules, to.duration_since(from).as_secs_f64()))
+    }
 }
 
 /// `benchpass run --url`: the one executor ([`crate::plan::run::execute`]) runs the pass as a
@@ -603,6 +660,19 @@ pub(crate) fn record_cell_memory(info: &mut PassInfo, cell_id: &str, sampler: Op
     cell.engine.weights_mapped =
         benchpass_format::machine::weights_mapped(weight_bytes, latest.file_backed_bytes, latest.resident_bytes, footprint);
     true
+}
+
+/// Moves the step energies `summary` holds into their cells in `info`; whether any was (so
+/// that `pass.json` is written again).
+pub(crate) fn record_step_energy(info: &mut PassInfo, summary: &mut PassSummary) -> bool {
+    let mut recorded = false;
+    for (cell_id, step) in summary.step_energy.drain(..) {
+        if let Some(cell) = info.cells.iter_mut().find(|c| c.id == cell_id) {
+            cell.step_energy.push(step);
+            recorded = true;
+        }
+    }
+    recorded
 }
 
 /// What a session of a pass measures of benchpass itself from its start: the CPU time and

@@ -36,6 +36,18 @@ struct StepView {
     rate_held: Option<RateView>,
     /// Under `--slo`: the objectives, the share that met them, goodput in req/s and tok/s.
     goodput: Option<GoodputView>,
+    /// The machine's energy over the step's span, where the cell had a source.
+    energy: Option<EnergyView>,
+}
+
+#[derive(Debug, Serialize)]
+struct EnergyView {
+    /// `source:domain`.
+    source: String,
+    per_token: String,
+    above_idle: String,
+    watts: String,
+    joules: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -74,8 +86,9 @@ pub fn render(steps: &[CellStep]) -> Result<Option<ServingSection>, minijinja::E
     let show_rate = crate::view::Levels::of(steps).rate;
     let any_rate = views.iter().any(|v| v.rate_held.is_some());
     let any_goodput = views.iter().any(|v| v.goodput.is_some());
+    let any_energy = views.iter().any(|v| v.energy.is_some());
     let knees: Vec<KneeView> = analysis::knee::sweeps(steps).iter().map(knee_view).collect();
-    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate, any_rate => any_rate, any_goodput => any_goodput, knees => knees };
+    let ctx = context! { steps => views, any_max => any_max, show_rate => show_rate, any_rate => any_rate, any_goodput => any_goodput, any_energy => any_energy, knees => knees };
     let mut env = crate::environment();
     env.add_template("serving.md.j2", include_str!("../../report-templates/serving.md.j2"))?;
     env.add_template("serving.html.j2", include_str!("../../report-templates/serving.html.j2"))?;
@@ -166,6 +179,16 @@ fn view(step: &CellStep, s: &Serving) -> StepView {
             met: format!("{} of {} ({:.0} %)", g.n_met, g.n, g.attainment * 100.0),
             requests_per_s: g.requests_per_s.map_or("–".to_owned(), |v| format!("{v:.2}")),
             output_tps: g.output_tps.map_or("–".to_owned(), |v| format!("{v:.1}")),
+        }),
+        energy: s.energy.as_ref().map(|e| {
+            let per_token = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.4}"));
+            EnergyView {
+                source: e.key.clone(),
+                per_token: per_token(e.joules_per_output_token),
+                above_idle: per_token(e.joules_per_output_token_above_idle),
+                watts: format!("{:.1}", e.mean_watts),
+                joules: format!("{:.1} J over {:.2} s", e.joules, e.seconds),
+            }
         }),
     }
 }

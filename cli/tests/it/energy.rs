@@ -103,3 +103,62 @@ fn a_pass_on_a_machine_with_rapl_records_energy_per_run_and_the_report_shows_jou
     let median: f64 = row.split(',').nth(12).unwrap().parse().unwrap();
     assert!((median - 0.1).abs() < 0.015, "{row}");
 }
+
+/// A 1,2-stream sweep at 20 W: the 1-stream level's runs carry their own energy; the 2-stream
+/// level's runs carry none (each run's interval holds the other stream's work), and its cell
+/// records the energy of the step's span instead. Its figures, worked out here from pass.json
+/// and the runs: J per output token = the span's joules ÷ Σ completion tokens, W = joules ÷ span.
+#[test]
+fn a_step_at_two_streams_records_the_energy_of_its_span_and_joules_per_output_token() {
+    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000"]);
+    let tmp = temp_dir();
+    let root = tmp.path().join("powercap");
+    fake_powercap(&root);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = advance(&root, Arc::clone(&stop));
+    let out = pass_dir(&tmp);
+    let output = std::process::Command::new(BENCHPASS)
+        .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
+        .args(["--concurrency", "1,2", "--runs", "4", "--max-tokens", "64", "--ignore-eos", "--out", out.to_str().unwrap()])
+        .env("BENCHPASS_POWERCAP_ROOT", &root)
+        .env("BENCHPASS_ENERGY_IDLE_S", "1")
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let pass = read_pass(&out).unwrap();
+
+    let at = |c: u32| pass.runs.iter().filter(move |r| !r.warmup && r.concurrency == c).collect::<Vec<_>>();
+    assert!(at(1).iter().all(|r| r.energy.is_some()), "1 stream: every run has its energy");
+    assert!(at(2).iter().all(|r| r.energy.is_none()), "2 streams: no run has its own");
+    let cell = &pass.info.cells[0];
+    assert_eq!(cell.step_energy.len(), 1, "one step at 2 streams: {:?}", cell.step_energy);
+    let step = &cell.step_energy[0];
+    assert_eq!((step.workload, step.target_prompt_tokens, step.max_tokens, step.concurrency, step.runs), (harness::pass::Workload::Sustained, 0, 64, 2, 4));
+    let watts = step.joules / step.seconds;
+    assert!((watts - WATTS).abs() < 2.0, "{watts} W over the span: {step:?}");
+    // The span is the serving figures' own: earliest start to latest end of the 4 runs.
+    let span_s = analysis::serving::span_ms(&at(2)).unwrap() / 1e3;
+    assert!((step.seconds - span_s).abs() < 0.01, "{} s recorded, {span_s} s from the runs", step.seconds);
+
+    let tokens: u64 = at(2).iter().map(|r| r.completion_tokens.unwrap()).sum();
+    assert_eq!(tokens, 4 * 64);
+    let csv = benchpass(&["leaderboard", out.to_str().unwrap()]);
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    let median = |metric: &str| -> String {
+        let row = csv.lines().find(|l| l.split(',').nth(10) == Some(metric)).unwrap_or_else(|| panic!("no {metric} in {csv}"));
+        row.split(',').nth(12).unwrap().to_owned()
+    };
+    assert_eq!(median("joules_per_output_token@c2:rapl:package"), format!("{:.6}", step.joules / tokens as f64));
+    assert_eq!(median("mean_watts@c2:rapl:package"), format!("{:.6}", step.joules / step.seconds));
+
+    // The report's serving section has the step's energy.
+    let report = tmp.path().join("report");
+    let rendered = benchpass(&["report", out.to_str().unwrap(), "--out", report.to_str().unwrap()]);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    let line = md.lines().find(|l| l.contains("| rapl:package |")).unwrap_or_else(|| panic!("{md}"));
+    assert!(line.contains(&format!("| {:.4} |", step.joules / tokens as f64)), "{line}");
+}

@@ -1094,6 +1094,9 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
                 }
             };
             let finished = finished && (!soak_left(part) || soak(&target, part.step, soaks.get(cell_id), &mut writer, &progress, &mut summary, &mut interrupt).await?);
+            if runner::record_step_energy(&mut info, &mut summary) {
+                writer.update_info(&info)?;
+            }
             if !finished {
                 summary.status = PassStatus::Interrupted;
                 if let Some(mut e) = engine.take() {
