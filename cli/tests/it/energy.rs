@@ -43,27 +43,34 @@ fn advance(root: &Path, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     })
 }
 
-#[test]
-fn a_pass_on_a_machine_with_rapl_records_energy_per_run_and_the_report_shows_joules_per_token() {
+/// `benchpass run` with `args` against the reference engine (200 tok/s) while the fake
+/// package draws [`WATTS`], with a 1 s idle baseline: the pass folder and what it said.
+fn run_at_20_watts(tmp: &tempfile::TempDir, args: &[&str]) -> (std::path::PathBuf, String) {
     let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000"]);
-    let tmp = temp_dir();
     let root = tmp.path().join("powercap");
     fake_powercap(&root);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = advance(&root, Arc::clone(&stop));
-    let out = pass_dir(&tmp);
-    // 4 runs of 64 tokens at 200 tokens/s: 63 decode intervals of 5 ms, 0.315 s each.
+    let out = pass_dir(tmp);
     let output = std::process::Command::new(BENCHPASS)
-        .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
-        .args(["--runs", "4", "--max-tokens", "64", "--ignore-eos", "--out", out.to_str().unwrap()])
+        .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet", "--out", out.to_str().unwrap()])
+        .args(args)
         .env("BENCHPASS_POWERCAP_ROOT", &root)
         .env("BENCHPASS_ENERGY_IDLE_S", "1")
         .output()
         .unwrap();
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stderr}");
+    (out, stderr)
+}
+
+#[test]
+fn a_pass_on_a_machine_with_rapl_records_energy_per_run_and_the_report_shows_joules_per_token() {
+    let tmp = temp_dir();
+    // 4 runs of 64 tokens at 200 tokens/s: 63 decode intervals of 5 ms, 0.315 s each.
+    let (out, stderr) = run_at_20_watts(&tmp, &["--runs", "4", "--max-tokens", "64", "--ignore-eos"]);
     let pass = read_pass(&out).unwrap();
 
     // The cell names its source, domain and interval; its idle baseline is the counter's 20 W.
@@ -110,24 +117,8 @@ fn a_pass_on_a_machine_with_rapl_records_energy_per_run_and_the_report_shows_jou
 /// and the runs: J per output token = the span's joules ÷ Σ completion tokens, W = joules ÷ span.
 #[test]
 fn a_step_at_two_streams_records_the_energy_of_its_span_and_joules_per_output_token() {
-    let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000"]);
     let tmp = temp_dir();
-    let root = tmp.path().join("powercap");
-    fake_powercap(&root);
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = advance(&root, Arc::clone(&stop));
-    let out = pass_dir(&tmp);
-    let output = std::process::Command::new(BENCHPASS)
-        .args(["run", "--url", &sim.url, "--model", "sim-model", "--engine", "sim", "--progress", "quiet"])
-        .args(["--concurrency", "1,2", "--runs", "4", "--max-tokens", "64", "--ignore-eos", "--out", out.to_str().unwrap()])
-        .env("BENCHPASS_POWERCAP_ROOT", &root)
-        .env("BENCHPASS_ENERGY_IDLE_S", "1")
-        .output()
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    writer.join().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (out, _) = run_at_20_watts(&tmp, &["--concurrency", "1,2", "--runs", "4", "--max-tokens", "64", "--ignore-eos"]);
     let pass = read_pass(&out).unwrap();
 
     let at = |c: u32| pass.runs.iter().filter(move |r| !r.warmup && r.concurrency == c).collect::<Vec<_>>();
