@@ -148,7 +148,7 @@ pub fn energy(cell: &benchpass_format::CellInfo, workload: Workload, target: u64
         .iter()
         .filter(|e| e.workload == workload && e.target_prompt_tokens == target && e.max_tokens == max_tokens && e.concurrency == serving.concurrency);
     let step = recorded.next()?;
-    if key.is_empty() || recorded.next().is_some() || step.runs != serving.n_ok || !(step.seconds > 0.0) || !step.joules.is_finite() {
+    if key.is_empty() || recorded.next().is_some() || step.runs != serving.n_ok || !step.seconds.is_finite() || step.seconds <= 0.0 || !step.joules.is_finite() {
         return None;
     }
     let tokens = (serving.completion_tokens > 0).then_some(serving.completion_tokens as f64);

@@ -332,6 +332,27 @@ impl CellEnergy {
     }
 }
 
+/// The GPU over a run's interval, from the samples of the pass's energy source that fall in
+/// it (macOS: IOReport through macmon, every 100 ms; docs/metrics.md "The GPU over a run"):
+/// throttling shows in the frequency before the thermal pressure level moves.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunGpu {
+    /// Samples the figures are over.
+    pub samples: u32,
+    /// Mean and lowest GPU frequency, MHz, over the samples in which the GPU was active (each
+    /// sample's own is over its active residency); absent where it was idle throughout.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub freq_mhz_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub freq_mhz_min: Option<f64>,
+    /// Mean share of the time the GPU was active, 0 to 1.
+    #[serde(with = "float")]
+    pub active_mean: f64,
+    /// The hottest of the CPU and GPU temperatures sampled, °C; absent where none was read.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "float::option")]
+    pub temp_max_c: Option<f64>,
+}
+
 /// A run's energy over its interval, from the cell's source (docs/metrics.md "Energy"):
 /// recorded only where one stream ran at a time, since the source measures the machine (or
 /// its GPUs), not one request.
@@ -840,6 +861,9 @@ pub struct RunRecord {
     /// and one stream ran at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<RunEnergy>,
+    /// The GPU over the run's interval, where the energy source samples it (Apple silicon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<RunGpu>,
     /// The server's `usage` object, verbatim within [`super::bounded`]'s bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Value>,
@@ -1082,6 +1106,7 @@ impl RunRecord {
             thermal_pressure: None,
             logged_draft_acceptance: None,
             energy: None,
+            gpu: None,
             usage: None,
             timings: None,
             session: None,

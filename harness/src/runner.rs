@@ -996,6 +996,9 @@ async fn run_one(target: &Target<'_>, job: &Job, due: Due) -> RunRecord {
         Some(e) if concurrency == 1 => e.over_run(started, times.ttft_ms, times.decode_ms, ended).await,
         _ => None,
     };
+    // The GPU is the machine's, like the thermal level: read for every run, from the samples
+    // in by now (at one stream, the energy's wait has let the last one in).
+    let gpu = target.machine.and_then(|m| m.energy()).and_then(|e| e.gpu_over(started, ended));
     let (prompt_tokens, completion_tokens, source) = count_tokens(target, &job.prompt.text_for_counting(), job.max_tokens, &outcome).await;
     let cached_prompt_tokens = metrics::cached_prompt_tokens(outcome.usage.as_ref(), outcome.timings.as_ref());
     // Said only where it can be: a run that failed before any event says nothing either way.
@@ -1032,6 +1035,7 @@ async fn run_one(target: &Target<'_>, job: &Job, due: Due) -> RunRecord {
         thermal_pressure: machine.thermal,
         logged_draft_acceptance,
         energy,
+        gpu,
         usage: outcome.usage,
         timings: outcome.timings,
         session: job.session,

@@ -120,6 +120,8 @@ pub struct EnergySampling {
     pub found: Result<(benchpass_format::EnergySource, String, benchpass_format::EnergyReading), String>,
     pub interval: Duration,
     readings: Mutex<VecDeque<(Instant, f64)>>,
+    /// The GPU as the source sampled it with each reading, where it does (Apple silicon).
+    gpu: Mutex<VecDeque<(Instant, crate::platform::energy::GpuSample)>>,
     stop: AtomicBool,
 }
 
@@ -142,28 +144,37 @@ impl EnergySampling {
             let first = meter.read();
             let _ = tell.send(Ok((meter.source(), meter.domain(), meter.reading())));
             let Ok(shared) = given.recv() else { return };
-            let record = |value: Option<f64>, lag: Duration| {
+            let record = |value: Option<f64>, meter: &dyn crate::platform::energy::Meter| {
+                let at = Instant::now() - meter.lag();
                 if let Some(v) = value.filter(|v| v.is_finite()) {
                     let mut readings = shared.readings.lock().unwrap_or_else(|e| e.into_inner());
-                    readings.push_back((Instant::now() - lag, v));
+                    readings.push_back((at, v));
                     while readings.len() > ENERGY_KEEP {
                         readings.pop_front();
                     }
                 }
+                if let Some(sample) = meter.gpu() {
+                    let mut gpu = shared.gpu.lock().unwrap_or_else(|e| e.into_inner());
+                    gpu.push_back((at, sample));
+                    while gpu.len() > ENERGY_KEEP {
+                        gpu.pop_front();
+                    }
+                }
             };
-            record(first, meter.lag());
+            record(first, meter.as_ref());
             while !shared.stop.load(Ordering::Relaxed) {
                 if !meter.blocks_for_its_interval() {
                     std::thread::sleep(every);
                 }
-                record(meter.read(), meter.lag());
+                let value = meter.read();
+                record(value, meter.as_ref());
             }
         });
         let found = match spawned {
             Ok(_) => told.recv().unwrap_or_else(|_| Err("the energy sampler stopped".to_owned())),
             Err(e) => Err(format!("cannot start the energy sampler ({e})")),
         };
-        let sampling = Arc::new(EnergySampling { found, interval: every, readings: Mutex::new(VecDeque::new()), stop: AtomicBool::new(false) });
+        let sampling = Arc::new(EnergySampling { found, interval: every, readings: Mutex::new(VecDeque::new()), gpu: Mutex::new(VecDeque::new()), stop: AtomicBool::new(false) });
         let _ = give.send(Arc::clone(&sampling));
         sampling
     }
@@ -177,6 +188,20 @@ impl EnergySampling {
         let secs = |t: Instant| t.duration_since(origin).as_secs_f64();
         let points: Vec<(f64, f64)> = readings.iter().map(|&(t, v)| (secs(t), v)).collect();
         crate::platform::energy::series::joules_between(*reading, &points, secs(from), secs(to))
+    }
+
+    /// The GPU over a run from `from` to `to`: the samples placed inside it, or where none is
+    /// (a run shorter than the interval), the one nearest its middle if within an interval.
+    pub fn gpu_over(&self, from: Instant, to: Instant) -> Option<benchpass_format::RunGpu> {
+        let gpu = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
+        let inside: Vec<_> = gpu.iter().filter(|(t, _)| *t >= from && *t <= to).map(|(_, s)| *s).collect();
+        if !inside.is_empty() {
+            return crate::platform::energy::gpu_over(&inside);
+        }
+        let middle = from + to.saturating_duration_since(from) / 2;
+        let distance = |t: Instant| if t > middle { t - middle } else { middle - t };
+        let nearest = gpu.iter().min_by_key(|(t, _)| distance(*t)).filter(|(t, _)| distance(*t) <= self.interval)?;
+        crate::platform::energy::gpu_over(&[nearest.1])
     }
 
     /// Whether a reading was taken at or after `t`.
@@ -372,6 +397,51 @@ mod tests {
         assert_eq!(c.max_over(secs(t0, 4.2), secs(t0, 5.0)), Some(Nominal));
         // Before the first reading: nothing was known.
         assert_eq!(Changes::default().max_over(t0, secs(t0, 1.0)), None);
+    }
+
+    /// A source that samples the GPU too: a counter of 1 J a read, the GPU at 1000 MHz, half
+    /// active, 60 °C, then from the sixth read 700 MHz at 80 °C.
+    struct FakeMeter(u32);
+
+    impl crate::platform::energy::Meter for FakeMeter {
+        fn source(&self) -> crate::platform::energy::EnergySource {
+            crate::platform::energy::EnergySource::Rapl
+        }
+        fn domain(&self) -> String {
+            "package".to_owned()
+        }
+        fn reading(&self) -> crate::platform::energy::EnergyReading {
+            crate::platform::energy::EnergyReading::Counter
+        }
+        fn read(&mut self) -> Option<f64> {
+            self.0 += 1;
+            Some(f64::from(self.0))
+        }
+        fn gpu(&self) -> Option<crate::platform::energy::GpuSample> {
+            let hot = self.0 > 5;
+            Some(crate::platform::energy::GpuSample { freq_mhz: Some(if hot { 700.0 } else { 1000.0 }), active: 0.5, temp_c: Some(if hot { 80.0 } else { 60.0 }) })
+        }
+    }
+
+    #[test]
+    fn a_run_gets_the_gpu_samples_of_its_interval() {
+        let sampling = EnergySampling::start(|| Ok(Box::new(FakeMeter(0)) as Box<dyn crate::platform::energy::Meter>), Duration::from_millis(20));
+        let started = Instant::now();
+        std::thread::sleep(Duration::from_millis(60));
+        let early = sampling.gpu_over(started, Instant::now()).expect("samples in 60 ms at one per 20 ms");
+        assert!(early.samples >= 1);
+        assert_eq!((early.freq_mhz_mean, early.freq_mhz_min, early.temp_max_c), (Some(1000.0), Some(1000.0), Some(60.0)), "{early:?}");
+        assert!((early.active_mean - 0.5).abs() < 1e-12);
+        // Past the sixth read: the hotter, slower samples are the run's lowest and hottest.
+        std::thread::sleep(Duration::from_millis(200));
+        let whole = sampling.gpu_over(started, Instant::now()).unwrap();
+        assert_eq!((whole.freq_mhz_min, whole.temp_max_c), (Some(700.0), Some(80.0)), "{whole:?}");
+        let mean = whole.freq_mhz_mean.unwrap();
+        assert!(mean > 700.0 && mean < 1000.0, "{whole:?}");
+        // A run long before any sample has none.
+        let before = started - Duration::from_secs(10);
+        assert_eq!(sampling.gpu_over(before, before + Duration::from_millis(5)), None);
+        sampling.stop.store(true, Ordering::Relaxed);
     }
 
     #[test]

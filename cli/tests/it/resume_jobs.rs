@@ -98,7 +98,8 @@ fn cut_short(runs: &[Raw], planned: &[(bool, u64, String)]) -> Vec<(bool, u64)> 
 /// resumes it to the end. Returns how many kills cut a session or round short.
 fn kill_9_at_seeded_moments(plan: &Path, out: &Path, seed: u64, n_kills: usize, (from_ms, span_ms): (u64, u64), planned: &[(bool, u64, String)]) -> usize {
     let args = |resume: bool| {
-        let mut args = vec!["run".to_owned(), plan.display().to_string(), "--gap-scale".into(), "0".into(), "--progress".into(), "quiet".into()];
+        // Kills are timed from the start: no self-check before the first cell to take their window.
+        let mut args = vec!["run".to_owned(), plan.display().to_string(), "--gap-scale".into(), "0".into(), "--progress".into(), "quiet".into(), "--no-self-check".into()];
         args.extend([if resume { "--resume" } else { "--out" }.to_owned(), out.display().to_string()]);
         args
     };

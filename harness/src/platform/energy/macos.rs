@@ -5,17 +5,19 @@
 
 use std::time::Duration;
 
-use super::{EnergyReading, EnergySource, Meter};
+use super::{EnergyReading, EnergySource, GpuSample, Meter};
 
 pub struct MacPower {
     sampler: macmon::Sampler,
     interval: Duration,
+    /// The GPU of the last interval read.
+    gpu: Option<GpuSample>,
 }
 
 impl MacPower {
     pub fn open(interval: Duration) -> Result<MacPower, String> {
         let sampler = macmon::Sampler::new().map_err(|e| format!("IOReport unavailable ({e})"))?;
-        Ok(MacPower { sampler, interval })
+        Ok(MacPower { sampler, interval, gpu: None })
     }
 }
 
@@ -36,6 +38,12 @@ impl Meter for MacPower {
     fn read(&mut self) -> Option<f64> {
         let ms = u32::try_from(self.interval.as_millis()).unwrap_or(u32::MAX);
         let m = self.sampler.get_metrics(ms).ok()?;
+        // The same interval's GPU: frequency over its active residency, the share active, and
+        // the hottest of the two temperature averages (macmon leaves out sensors out of range).
+        let temp = [m.temp.cpu_temp_avg, m.temp.gpu_temp_avg].into_iter().flatten().map(f64::from).reduce(f64::max);
+        // An interval the GPU spent idle has no frequency (macmon gives 0).
+        let freq_mhz = (m.gpu_freq_mhz > 0).then(|| f64::from(m.gpu_freq_mhz));
+        self.gpu = Some(GpuSample { freq_mhz, active: f64::from(m.gpu_active_ratio), temp_c: temp });
         let watts = f64::from(m.cpu_power) + f64::from(m.gpu_power) + f64::from(m.ane_power) + f64::from(m.ram_power);
         watts.is_finite().then_some(watts)
     }
@@ -46,5 +54,9 @@ impl Meter for MacPower {
 
     fn lag(&self) -> Duration {
         self.interval / 2
+    }
+
+    fn gpu(&self) -> Option<GpuSample> {
+        self.gpu
     }
 }

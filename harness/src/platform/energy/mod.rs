@@ -35,6 +35,39 @@ pub trait Meter {
     fn lag(&self) -> Duration {
         Duration::ZERO
     }
+    /// The GPU as the last [`Meter::read`] saw it, where the source samples it too.
+    fn gpu(&self) -> Option<GpuSample> {
+        None
+    }
+}
+
+/// One sample of the GPU (Apple silicon: IOReport's GPU residency and the SMC's sensors).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuSample {
+    /// The frequency over the interval's active residency, MHz; `None` for an interval it was
+    /// idle throughout.
+    pub freq_mhz: Option<f64>,
+    /// The share of the interval the GPU was active, 0 to 1.
+    pub active: f64,
+    /// The hottest of the CPU and GPU temperature averages, °C, where a sensor read.
+    pub temp_c: Option<f64>,
+}
+
+/// The figures of the GPU samples that fall in a run's interval ([`crate::sampler`] picks
+/// them); `None` without one.
+pub fn gpu_over(samples: &[GpuSample]) -> Option<benchpass_format::RunGpu> {
+    let n = samples.len();
+    if n == 0 {
+        return None;
+    }
+    let freqs: Vec<f64> = samples.iter().filter_map(|s| s.freq_mhz).collect();
+    Some(benchpass_format::RunGpu {
+        samples: u32::try_from(n).unwrap_or(u32::MAX),
+        freq_mhz_mean: (!freqs.is_empty()).then(|| freqs.iter().sum::<f64>() / freqs.len() as f64),
+        freq_mhz_min: freqs.iter().copied().reduce(f64::min),
+        active_mean: samples.iter().map(|s| s.active).sum::<f64>() / n as f64,
+        temp_max_c: samples.iter().filter_map(|s| s.temp_c).reduce(f64::max),
+    })
 }
 
 /// Which source a pass uses: `BENCHPASS_ENERGY` (`rapl`, `nvml`, `macmon` or `off`), else the
@@ -89,6 +122,28 @@ fn open_one(source: &str, interval: Duration) -> Result<Option<Box<dyn Meter>>, 
 
 #[cfg(test)]
 mod tests {
+    use super::{gpu_over, GpuSample};
+
+    /// Three samples worked by hand: frequency over the two active ones (1200 and 900 MHz:
+    /// mean 1050, lowest 900), active (0.9 + 0.6 + 0) ÷ 3 = 0.5, hottest 71 °C.
+    #[test]
+    fn the_gpu_over_a_run_is_its_samples_mean_lowest_and_hottest() {
+        let samples = [
+            GpuSample { freq_mhz: Some(1200.0), active: 0.9, temp_c: Some(65.0) },
+            GpuSample { freq_mhz: Some(900.0), active: 0.6, temp_c: Some(71.0) },
+            GpuSample { freq_mhz: None, active: 0.0, temp_c: None },
+        ];
+        let gpu = gpu_over(&samples).unwrap();
+        assert_eq!(gpu.samples, 3);
+        assert_eq!((gpu.freq_mhz_mean, gpu.freq_mhz_min), (Some(1050.0), Some(900.0)));
+        assert!((gpu.active_mean - 0.5).abs() < 1e-12);
+        assert_eq!(gpu.temp_max_c, Some(71.0));
+        // Idle throughout: no frequency; no sample: nothing.
+        let idle = gpu_over(&samples[2..]).unwrap();
+        assert_eq!((idle.freq_mhz_mean, idle.freq_mhz_min, idle.temp_max_c), (None, None, None));
+        assert_eq!(gpu_over(&[]), None);
+    }
+
     /// Whatever this machine has: a meter that reads twice, increasing (a counter) or a power,
     /// or, with none, the reasons, each source's. Never a silent pass: what ran is printed.
     #[test]
