@@ -114,6 +114,42 @@ pub const ENERGY_INTERVAL: Duration = Duration::from_millis(100);
 /// Readings kept: 20 minutes at [`ENERGY_INTERVAL`], longer than any run's wait for its record.
 const ENERGY_KEEP: usize = 12_000;
 
+/// A read whose instant is known within this much either side is kept at once; a slower one
+/// (the thread was preempted mid-read, or the source is slow) is read again.
+const READ_SPREAD: Duration = Duration::from_micros(250);
+/// Reads tried for one reading before the tightest is kept.
+const READ_TRIES: usize = 3;
+
+/// One reading and the instant it holds for. A counter's value was read at some instant
+/// between the read's start and its return: it is placed at the middle, and where that window
+/// was wider than [`READ_SPREAD`] either side, it is read again and the tightest of
+/// [`READ_TRIES`] kept, so a preemption mid-read moves no reading by more than the spread
+/// (every read of a counter is a valid reading: reading twice loses nothing). A meter that
+/// blocks for its interval (a mean over it) holds at its return less its lag.
+fn timed_read(meter: &mut dyn crate::platform::energy::Meter) -> (Instant, Option<f64>) {
+    if meter.blocks_for_its_interval() {
+        let value = meter.read();
+        return (Instant::now() - meter.lag(), value);
+    }
+    let mut best: Option<(Duration, Instant, Option<f64>)> = None;
+    for _ in 0..READ_TRIES {
+        let t0 = Instant::now();
+        let value = meter.read();
+        let window = t0.elapsed();
+        let at = t0 + window / 2;
+        // A value before none, then the tighter window.
+        let rank = |window: Duration, value: &Option<f64>| (value.is_some(), std::cmp::Reverse(window));
+        if best.as_ref().is_none_or(|(w, _, v)| rank(window, &value) > rank(*w, v)) {
+            best = Some((window, at, value));
+        }
+        if window / 2 <= READ_SPREAD && value.is_some() {
+            break;
+        }
+    }
+    let (_, at, value) = best.expect("READ_TRIES is at least 1");
+    (at, value)
+}
+
 /// What the energy thread found and read.
 pub struct EnergySampling {
     /// The source, domain and reading, or why there is none.
@@ -141,11 +177,10 @@ impl EnergySampling {
                     return;
                 }
             };
-            let first = meter.read();
+            let first = timed_read(meter.as_mut());
             let _ = tell.send(Ok((meter.source(), meter.domain(), meter.reading())));
             let Ok(shared) = given.recv() else { return };
-            let record = |value: Option<f64>, meter: &dyn crate::platform::energy::Meter| {
-                let at = Instant::now() - meter.lag();
+            let record = |(at, value): (Instant, Option<f64>), meter: &dyn crate::platform::energy::Meter| {
                 if let Some(v) = value.filter(|v| v.is_finite()) {
                     let mut readings = shared.readings.lock().unwrap_or_else(|e| e.into_inner());
                     readings.push_back((at, v));
@@ -166,8 +201,8 @@ impl EnergySampling {
                 if !meter.blocks_for_its_interval() {
                     std::thread::sleep(every);
                 }
-                let value = meter.read();
-                record(value, meter.as_ref());
+                let read = timed_read(meter.as_mut());
+                record(read, meter.as_ref());
             }
         });
         let found = match spawned {

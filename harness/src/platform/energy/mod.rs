@@ -84,7 +84,7 @@ pub fn open(interval: Duration) -> Result<Box<dyn Meter>, String> {
         "nvml" => &["nvml"],
         "macmon" => &["macmon"],
         // A fake powercap tree is a test's: it is read first.
-        _ if std::env::var_os("BENCHPASS_POWERCAP_ROOT").is_some() => &["rapl"],
+        _ if std::env::var_os("BENCHPASS_POWERCAP_ROOT").is_some() || std::env::var_os("BENCHPASS_HWMON_ROOT").is_some() => &["rapl"],
         _ => &["nvml", "rapl", "macmon"],
     };
     let mut why = Vec::new();
@@ -106,7 +106,7 @@ pub fn open(interval: Duration) -> Result<Box<dyn Meter>, String> {
 fn open_one(source: &str, interval: Duration) -> Result<Option<Box<dyn Meter>>, String> {
     match source {
         #[cfg(target_os = "linux")]
-        "rapl" => rapl::Rapl::open(&rapl::root()).map(|r| {
+        "rapl" => rapl::open_either().map(|r| {
             for zone in &r.left_out {
                 eprintln!("energy: a RAPL zone left out ({zone})");
             }

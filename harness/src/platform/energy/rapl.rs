@@ -1,9 +1,20 @@
-//! Linux RAPL through powercap: each zone `intel-rapl:*` of `/sys/class/powercap` (kernel
+//! Linux RAPL, read through powercap or, where powercap has no zone, AMD's `amd_energy`
+//! hwmon driver.
+//!
+//! Powercap: each zone `intel-rapl:*` of `/sys/class/powercap` (kernel
 //! `Documentation/power/powercap/powercap.rst`) names its domain in `name` (`package-0`,
 //! `dram`, `core`, `uncore`, `psys`) and counts microjoules in `energy_uj`, which wraps to 0
 //! past `max_energy_range_uj`. The packages and DRAM are summed: `core` and `uncore` are parts
 //! of a package, and `psys` (the platform) overlaps all of them. Since Linux 5.10 `energy_uj` is
 //! readable by root only (CVE-2020-8694), so a pass run as a user says so and measures none.
+//!
+//! `amd_energy` (in Linux 5.8 to 5.12, out of tree since: amd/amd_energy): a hwmon device named
+//! `amd_energy` whose `energyN_input` counts microjoules of the RAPL register its
+//! `energyN_label` names, `Esocket<i>` (the package register, the one powercap reads as an AMD
+//! package, so the domain is `package` and comparable with it) or `Ecore<iii>` (a core, inside
+//! its socket: not summed). The attributes are mode 0440 (CVE-2020-12912). The driver either
+//! accumulates the 32-bit register into 64 bits (no wrap) or reports the register itself, which
+//! wraps past 2³² units: 65,536 J at the energy unit AMD documents (2⁻¹⁶ J).
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +31,33 @@ struct Zone {
     energy_uj: PathBuf,
     max_range_uj: u64,
     last_uj: u64,
+    /// An `amd_energy` counter: its range is the 32-bit register's until a reading passes it
+    /// (then it is the driver's 64-bit accumulator, which never wraps).
+    amd: bool,
+}
+
+/// The `amd_energy` register's range: 2³² units of 2⁻¹⁶ J, in µJ as the driver scales them
+/// (`raw × 10⁶ ÷ 2¹⁶`).
+const AMD_RANGE_UJ: u64 = (1u64 << 32) * 1_000_000 >> 16;
+
+impl Zone {
+    /// The step to `now`, µJ; `None` where it is not a reading of this counter, or a wrap is not
+    /// believed.
+    fn step(&mut self, now: u64) -> Option<u64> {
+        if !self.amd {
+            return counter_step(self.last_uj, now, self.max_range_uj);
+        }
+        if now > self.max_range_uj || self.last_uj > self.max_range_uj {
+            // Past the register's range: the 64-bit accumulator, where going back is a reset
+            // (the driver reloaded), not a wrap.
+            self.max_range_uj = u64::MAX;
+            return now.checked_sub(self.last_uj);
+        }
+        let step = counter_step(self.last_uj, now, self.max_range_uj)?;
+        // A wrap stepping more than a quarter of the range between two reads (16 kJ: 1 kW for
+        // 16 s, where reads are 100 ms apart) says the range is not the documented unit's.
+        (now >= self.last_uj || step <= self.max_range_uj / 4).then_some(step)
+    }
 }
 
 /// The package and DRAM zones of one powercap tree, read as one counter.
@@ -78,7 +116,7 @@ impl Rapl {
             let energy_uj = dir.join("energy_uj");
             match (read_u64(&energy_uj), read_u64(&dir.join("max_energy_range_uj"))) {
                 (Ok(last_uj), Ok(max_range_uj)) if last_uj <= max_range_uj => {
-                    zones.push(Zone { energy_uj, max_range_uj, last_uj });
+                    zones.push(Zone { energy_uj, max_range_uj, last_uj, amd: false });
                     kinds.push(kind);
                 }
                 (Err(e), _) | (_, Err(e)) => left_out.push(e),
@@ -92,6 +130,72 @@ impl Rapl {
             });
         }
         Ok(Rapl { zones, domain: domain(&kinds), joules: 0.0, left_out })
+    }
+
+    /// The socket counters of the `amd_energy` hwmon device under `root`
+    /// (`/sys/class/hwmon`), each read once; `Err` with why where there is none or none can
+    /// be read.
+    pub fn open_amd_energy(root: &Path) -> Result<Rapl, String> {
+        let entries = std::fs::read_dir(root).map_err(|e| format!("hwmon: {}: {e}", root.display()))?;
+        let mut devices: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|dir| std::fs::read_to_string(dir.join("name")).is_ok_and(|n| n.trim() == "amd_energy"))
+            .collect();
+        devices.sort();
+        let (mut zones, mut left_out) = (Vec::new(), Vec::new());
+        for dir in &devices {
+            let Ok(files) = std::fs::read_dir(dir) else { continue };
+            let mut labels: Vec<(String, PathBuf)> = files
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    let n = name.strip_prefix("energy")?.strip_suffix("_label")?;
+                    n.parse::<u32>().ok()?;
+                    Some((std::fs::read_to_string(e.path()).ok()?.trim().to_owned(), dir.join(format!("energy{n}_input"))))
+                })
+                .filter(|(label, _)| label.starts_with("Esocket"))
+                .collect();
+            labels.sort();
+            for (_, energy_uj) in labels {
+                match read_u64(&energy_uj) {
+                    Ok(last_uj) => zones.push(Zone { energy_uj, max_range_uj: AMD_RANGE_UJ, last_uj, amd: true }),
+                    Err(e) => left_out.push(e),
+                }
+            }
+        }
+        if zones.is_empty() {
+            return Err(match (devices.is_empty(), left_out.first()) {
+                (true, _) => format!("hwmon: no amd_energy device under {}", root.display()),
+                (false, Some(e)) => format!("amd_energy unreadable ({e}; its counters are readable by root and its group only)"),
+                (false, None) => "amd_energy: no socket counter (Esocket*)".to_owned(),
+            });
+        }
+        let kinds = vec!["package"; zones.len()];
+        Ok(Rapl { zones, domain: domain(&kinds), joules: 0.0, left_out })
+    }
+}
+
+/// The folder hwmon devices are read from: `BENCHPASS_HWMON_ROOT` (a test's fake tree), else
+/// the kernel's; `None` while a test's fake powercap tree is the only source.
+pub fn hwmon_root() -> Option<PathBuf> {
+    match std::env::var_os("BENCHPASS_HWMON_ROOT") {
+        Some(root) => Some(PathBuf::from(root)),
+        None if std::env::var_os("BENCHPASS_POWERCAP_ROOT").is_some() => None,
+        None => Some(PathBuf::from("/sys/class/hwmon")),
+    }
+}
+
+/// Powercap's zones, else `amd_energy`'s sockets; `Err` with both reasons.
+pub fn open_either() -> Result<Rapl, String> {
+    let powercap = match Rapl::open(&root()) {
+        Ok(rapl) => return Ok(rapl),
+        Err(why) => why,
+    };
+    match hwmon_root().map(|root| Rapl::open_amd_energy(&root)) {
+        Some(Ok(rapl)) => Ok(rapl),
+        Some(Err(why)) => Err(format!("{powercap}; {why}")),
+        None => Err(powercap),
     }
 }
 
@@ -113,7 +217,7 @@ impl Meter for Rapl {
     /// once: at 1 kW a 2^38 µJ range lasts over 4 minutes).
     fn read(&mut self) -> Option<f64> {
         let now: Vec<u64> = self.zones.iter().map(|z| read_u64(&z.energy_uj).ok()).collect::<Option<_>>()?;
-        let steps: Vec<u64> = self.zones.iter().zip(&now).map(|(z, &n)| counter_step(z.last_uj, n, z.max_range_uj)).collect::<Option<_>>()?;
+        let steps: Vec<u64> = self.zones.iter_mut().zip(&now).map(|(z, &n)| z.step(n)).collect::<Option<_>>()?;
         for (zone, n) in self.zones.iter_mut().zip(now) {
             zone.last_uj = n;
         }
@@ -193,5 +297,75 @@ mod tests {
         // No tree at all.
         let why = Rapl::open(&root.join("absent")).err().unwrap();
         assert!(why.starts_with("powercap: "), "{why}");
+    }
+
+    fn amd_device(root: &Path, hwmon: &str, name: &str, counters: &[(&str, u64)]) -> PathBuf {
+        let dir = root.join(hwmon);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
+        for (i, (label, uj)) in counters.iter().enumerate() {
+            std::fs::write(dir.join(format!("energy{}_label", i + 1)), format!("{label}\n")).unwrap();
+            std::fs::write(dir.join(format!("energy{}_input", i + 1)), format!("{uj}\n")).unwrap();
+        }
+        dir
+    }
+
+    fn set_amd(dir: &Path, n: u32, uj: u64) {
+        std::fs::write(dir.join(format!("energy{n}_input")), format!("{uj}\n")).unwrap();
+    }
+
+    /// Two sockets of `amd_energy` beside another hwmon device: the sockets are summed, the
+    /// cores (inside them) are not; a socket register wraps at 2³² × 2⁻¹⁶ J = 65,536 J.
+    #[test]
+    fn amd_energy_sums_its_sockets_through_the_registers_wrap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        amd_device(root, "hwmon0", "k10temp", &[("Esocket0", 1)]);
+        let amd = amd_device(root, "hwmon1", "amd_energy", &[("Ecore000", 10), ("Ecore001", 10), ("Esocket0", 65_535_000_000), ("Esocket1", 2_000_000)]);
+        assert_eq!(AMD_RANGE_UJ, 65_536_000_000);
+        let mut rapl = Rapl::open_amd_energy(root).unwrap();
+        assert_eq!(rapl.domain(), "package×2");
+        assert_eq!(rapl.read(), Some(0.0));
+        // Socket 0: 1 J to the top of the register, then 0.5 J; socket 1: +3 J; cores +100 J.
+        set_amd(&amd, 3, 500_000);
+        set_amd(&amd, 4, 5_000_000);
+        set_amd(&amd, 1, 100_000_010);
+        assert_eq!(rapl.read(), Some(1.0 + 0.5 + 3.0));
+        // A decrease that would step more than a quarter of the range is not a wrap of this
+        // register: no reading (never a wrong one).
+        set_amd(&amd, 4, 1_000_000);
+        set_amd(&amd, 4, 1_000);
+        assert_eq!(rapl.read(), None);
+    }
+
+    /// The driver's 64-bit accumulator passes the register's range and never wraps: a reading
+    /// past 65,536 J makes it one, and going back there is a reset, read as none.
+    #[test]
+    fn an_accumulated_amd_counter_past_the_registers_range_never_wraps() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let amd = amd_device(root, "hwmon3", "amd_energy", &[("Esocket0", 65_535_500_000)]);
+        let mut rapl = Rapl::open_amd_energy(root).unwrap();
+        set_amd(&amd, 1, 65_537_000_000);
+        assert_eq!(rapl.read(), Some(1.5));
+        set_amd(&amd, 1, 65_538_000_000);
+        assert_eq!(rapl.read(), Some(2.5));
+        set_amd(&amd, 1, 7);
+        assert_eq!(rapl.read(), None);
+    }
+
+    #[test]
+    fn without_amd_energy_or_its_sockets_the_reason_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        amd_device(root, "hwmon0", "coretemp", &[]);
+        let why = Rapl::open_amd_energy(root).err().unwrap();
+        assert!(why.starts_with("hwmon: no amd_energy device under "), "{why}");
+        let amd = amd_device(root, "hwmon1", "amd_energy", &[("Ecore000", 1), ("Esocket0", 1)]);
+        let input = amd.join("energy2_input");
+        std::fs::remove_file(&input).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), &input).unwrap();
+        let why = Rapl::open_amd_energy(root).err().unwrap();
+        assert!(why.starts_with("amd_energy unreadable (") && why.contains("energy2_input"), "{why}");
     }
 }
