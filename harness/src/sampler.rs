@@ -156,6 +156,12 @@ pub struct EnergySampling {
     pub found: Result<(benchpass_format::EnergySource, String, benchpass_format::EnergyReading), String>,
     pub interval: Duration,
     readings: Mutex<VecDeque<(Instant, f64)>>,
+    /// What the source covers now: [`EnergySampling::follow_engine`] may narrow it (NVML: the
+    /// engine's GPUs).
+    domain: Mutex<String>,
+    /// A follow asked for and not yet taken by the thread, and how many it has taken.
+    follow: Mutex<Option<Option<u32>>>,
+    followed: std::sync::atomic::AtomicU64,
     /// The GPU as the source sampled it with each reading, where it does (Apple silicon).
     gpu: Mutex<VecDeque<(Instant, crate::platform::energy::GpuSample)>>,
     stop: AtomicBool,
@@ -201,6 +207,12 @@ impl EnergySampling {
                 if !meter.blocks_for_its_interval() {
                     std::thread::sleep(every);
                 }
+                let asked = shared.follow.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(group) = asked {
+                    meter.follow(group);
+                    *shared.domain.lock().unwrap_or_else(|e| e.into_inner()) = meter.domain();
+                    shared.followed.fetch_add(1, Ordering::SeqCst);
+                }
                 let read = timed_read(meter.as_mut());
                 record(read, meter.as_ref());
             }
@@ -209,9 +221,41 @@ impl EnergySampling {
             Ok(_) => told.recv().unwrap_or_else(|_| Err("the energy sampler stopped".to_owned())),
             Err(e) => Err(format!("cannot start the energy sampler ({e})")),
         };
-        let sampling = Arc::new(EnergySampling { found, interval: every, readings: Mutex::new(VecDeque::new()), gpu: Mutex::new(VecDeque::new()), stop: AtomicBool::new(false) });
+        let domain = Mutex::new(found.as_ref().map(|(_, d, _)| d.clone()).unwrap_or_default());
+        let sampling = Arc::new(EnergySampling {
+            found,
+            interval: every,
+            readings: Mutex::new(VecDeque::new()),
+            domain,
+            follow: Mutex::new(None),
+            followed: std::sync::atomic::AtomicU64::new(0),
+            gpu: Mutex::new(VecDeque::new()),
+            stop: AtomicBool::new(false),
+        });
         let _ = give.send(Arc::clone(&sampling));
         sampling
+    }
+
+    /// Has the meter sum what the engine leading process group `group` uses from its next
+    /// read on (`None`: an engine benchpass did not start, everything the source covers), and
+    /// waits (between cells, outside any run) until the thread has taken it, at most a second
+    /// past an interval. Each reading's step is summed over what was followed when it was read,
+    /// so the series stays one line across a change.
+    pub async fn follow_engine(&self, group: Option<u32>) {
+        if self.found.is_err() {
+            return;
+        }
+        let before = self.followed.load(Ordering::SeqCst);
+        *self.follow.lock().unwrap_or_else(|e| e.into_inner()) = Some(group);
+        let give_up = Instant::now() + self.interval + Duration::from_secs(1);
+        while self.followed.load(Ordering::SeqCst) == before && Instant::now() < give_up {
+            tokio::time::sleep(self.interval / 4).await;
+        }
+    }
+
+    /// What the source covers now (the domain a cell records).
+    pub fn domain(&self) -> String {
+        self.domain.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Joules between `from` and `to` from the readings ([`crate::platform::energy::series`]);
@@ -278,13 +322,13 @@ impl EnergySampling {
     /// The cell's energy provenance, with the idle baseline: `idle` of sampling from now,
     /// waited here (the engine loaded, no request in flight); mean watts over it.
     pub async fn cell_energy(&self, idle: Duration) -> benchpass_format::CellEnergy {
-        let (source, domain, reading) = match &self.found {
-            Ok(found) => found.clone(),
+        let (source, reading) = match &self.found {
+            Ok((source, _, reading)) => (*source, *reading),
             Err(why) => return benchpass_format::CellEnergy { unavailable: Some(why.clone()), ..Default::default() },
         };
         let mut energy = benchpass_format::CellEnergy {
             source: Some(source),
-            domain,
+            domain: self.domain(),
             reading: Some(reading),
             interval_ms: self.interval.as_millis() as u64,
             ..Default::default()
@@ -619,6 +663,54 @@ mod tests {
         assert_eq!((failed.prefill_joules, failed.decode_joules), (None, None));
         // Before the first reading: not measured.
         assert_eq!(e.joules_between(started - Duration::from_secs(60), started), None);
+    }
+
+    /// Four GPUs at 10 W each: following an engine narrows the sum to its one GPU, and the
+    /// series stays one line through the change (no step is lost or counted twice).
+    struct FourGpus {
+        opened: std::time::Instant,
+        joules: f64,
+        last_s: f64,
+        gpus: usize,
+    }
+
+    impl crate::platform::energy::Meter for FourGpus {
+        fn source(&self) -> benchpass_format::EnergySource {
+            benchpass_format::EnergySource::Nvml
+        }
+        fn domain(&self) -> String {
+            if self.gpus == 1 { "gpu".to_owned() } else { format!("gpu×{}", self.gpus) }
+        }
+        fn reading(&self) -> benchpass_format::EnergyReading {
+            benchpass_format::EnergyReading::Counter
+        }
+        fn read(&mut self) -> Option<f64> {
+            let now = self.opened.elapsed().as_secs_f64();
+            self.joules += 10.0 * self.gpus as f64 * (now - self.last_s);
+            self.last_s = now;
+            Some(self.joules)
+        }
+        fn follow(&mut self, group: Option<u32>) {
+            self.gpus = if group == Some(4242) { 1 } else { 4 };
+        }
+    }
+
+    #[tokio::test]
+    async fn following_the_engine_narrows_the_domain_and_its_watts() {
+        let every = Duration::from_millis(20);
+        let meter = || Ok(Box::new(FourGpus { opened: std::time::Instant::now(), joules: 0.0, last_s: 0.0, gpus: 4 }) as Box<dyn crate::platform::energy::Meter>);
+        let energy = EnergySampling::start(meter, every);
+        assert_eq!(energy.domain(), "gpu×4");
+        let all = energy.cell_energy(Duration::from_millis(200)).await;
+        assert_eq!(all.domain, "gpu×4");
+        assert!((all.idle_watts.unwrap() - 40.0).abs() < 0.5, "{all:?}");
+        energy.follow_engine(Some(4242)).await;
+        assert_eq!(energy.domain(), "gpu");
+        let one = energy.cell_energy(Duration::from_millis(200)).await;
+        assert_eq!(one.domain, "gpu");
+        assert!((one.idle_watts.unwrap() - 10.0).abs() < 0.5, "{one:?}");
+        energy.follow_engine(None).await;
+        assert_eq!(energy.domain(), "gpu×4");
     }
 
     #[tokio::test]

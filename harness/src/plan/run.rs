@@ -985,6 +985,11 @@ pub async fn execute(pass: &PassPlan<'_>, options: PlanRunOptions) -> anyhow::Re
             }
         }
 
+        // The energy of what this cell's engine uses (NVML: its GPUs), where benchpass started it.
+        if let Some(energy) = machine.energy() {
+            energy.follow_engine(engine.as_ref().map(lifecycle::Engine::pid)).await;
+        }
+
         let (ready, mut cut) = match ready_first.take() {
             Some((ready, cut)) => (ready, Some(cut.into_iter())),
             None => {

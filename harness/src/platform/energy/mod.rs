@@ -35,6 +35,10 @@ pub trait Meter {
     fn lag(&self) -> Duration {
         Duration::ZERO
     }
+    /// Sum only what the engine leading process group `group` uses (NVML: its GPUs), or,
+    /// `None`, everything the source covers; [`Meter::domain`] says the outcome. A source of
+    /// one machine-wide domain ignores it.
+    fn follow(&mut self, _group: Option<u32>) {}
     /// The GPU as the last [`Meter::read`] saw it, where the source samples it too.
     fn gpu(&self) -> Option<GpuSample> {
         None
