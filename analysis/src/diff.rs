@@ -206,6 +206,39 @@ pub struct Diff {
     /// The goodput of each matched pair of steps where either side has one: compared only
     /// under the same objectives ([`crate::key::goodput_comparable`]).
     pub goodput: Vec<GoodputDiff>,
+    /// The energy of each matched pair of steps at N > 1 streams where either side has one
+    /// (docs/metrics.md "Energy under concurrency"): compared only within one source and domain.
+    pub step_energy: Vec<StepEnergyDiff>,
+}
+
+/// One matched pair's energy at N > 1 streams, A → B: the step's span, one figure a side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepEnergyDiff {
+    pub cell: String,
+    pub workload: benchpass_format::Workload,
+    pub concurrency: u32,
+    pub a: Option<crate::serving::ServingEnergy>,
+    pub b: Option<crate::serving::ServingEnergy>,
+    /// B's joules per output token ÷ A's − 1 where both have one; `Err` with the reason where
+    /// the pair is not compared (one side without, or another source or domain). One figure a
+    /// side has no noise band: the change is stated, never called faster or slower.
+    pub change: Result<f64, String>,
+}
+
+/// The change from `a` to `b` in joules per output token, or why none is stated.
+fn step_energy_change(a: Option<&crate::serving::ServingEnergy>, b: Option<&crate::serving::ServingEnergy>) -> Result<f64, String> {
+    let (a, b) = match (a, b) {
+        (Some(a), Some(b)) => (a, b),
+        (None, _) => return Err("A has no step energy".to_owned()),
+        (_, None) => return Err("B has no step energy".to_owned()),
+    };
+    if a.key != b.key {
+        return Err(format!("energy {} → {}", a.key, b.key));
+    }
+    match (a.joules_per_output_token, b.joules_per_output_token) {
+        (Some(x), Some(y)) if x > 0.0 && x.is_finite() && y.is_finite() => Ok(y / x - 1.0),
+        _ => Err("no joules per output token on a side".to_owned()),
+    }
 }
 
 /// One matched pair's goodput, A → B.
@@ -456,8 +489,24 @@ pub fn diff_with(a_pass: &Pass, a: &[CellStep], b_pass: &Pass, b: &[CellStep], c
             })
         })
         .collect();
+    let step_energy = pairs
+        .iter()
+        .filter_map(|(x, y)| {
+            let of = |s: &CellStep| s.serving.as_ref()?.energy.clone();
+            let (ea, eb) = (of(x), of(y));
+            (ea.is_some() || eb.is_some()).then(|| StepEnergyDiff {
+                cell: x.cell.clone(),
+                workload: x.workload,
+                concurrency: x.concurrency,
+                change: step_energy_change(ea.as_ref(), eb.as_ref()),
+                a: ea,
+                b: eb,
+            })
+        })
+        .collect();
     Diff {
         goodput,
+        step_energy,
         a_pass: a_pass.info.pass_id.clone(),
         b_pass: b_pass.info.pass_id.clone(),
         rows,

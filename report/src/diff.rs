@@ -233,8 +233,10 @@ fn context(diff: &Diff, sides: &Sides) -> minijinja::Value {
         .collect();
     let holm = diff.correction == analysis::diff::Correction::Holm;
     let goodput: Vec<GoodputView> = diff.goodput.iter().map(goodput_view).collect();
+    let step_energy: Vec<StepEnergyView> = diff.step_energy.iter().map(step_energy_view).collect();
     context! {
         goodput => goodput,
+        step_energy => step_energy,
         a => diff.a_pass,
         b => diff.b_pass,
         a_engines => sides.a_engines,
@@ -279,6 +281,36 @@ fn goodput_view(g: &analysis::diff::GoodputDiff) -> GoodputView {
         compared: match &g.comparable {
             Ok(()) => "yes".to_owned(),
             Err(why) => format!("no: {why}"),
+        },
+    }
+}
+
+/// A matched pair's energy at N > 1 streams, A → B: each side's J/token and W with its
+/// source and domain, and the change in J/token or why none is stated.
+#[derive(Debug, Serialize)]
+struct StepEnergyView {
+    cell: String,
+    workload: &'static str,
+    streams: u32,
+    a: String,
+    b: String,
+    change: String,
+}
+
+fn step_energy_view(e: &analysis::diff::StepEnergyDiff) -> StepEnergyView {
+    let side = |s: &Option<analysis::serving::ServingEnergy>| match s {
+        Some(e) => format!("{}, {:.1} W ({})", e.joules_per_output_token.map_or("–".to_owned(), |j| format!("{j:.3} J/token")), e.mean_watts, e.key),
+        None => "–".to_owned(),
+    };
+    StepEnergyView {
+        cell: e.cell.clone(),
+        workload: e.workload.as_str(),
+        streams: e.concurrency,
+        a: side(&e.a),
+        b: side(&e.b),
+        change: match &e.change {
+            Ok(c) => format!("{:+.1} % J/token", c * 100.0),
+            Err(why) => format!("not compared: {why}"),
         },
     }
 }

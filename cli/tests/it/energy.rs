@@ -152,4 +152,48 @@ fn a_step_at_two_streams_records_the_energy_of_its_span_and_joules_per_output_to
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     let line = md.lines().find(|l| l.contains("| rapl:package |")).unwrap_or_else(|| panic!("{md}"));
     assert!(line.contains(&format!("| {:.4} |", step.joules / tokens as f64)), "{line}");
+
+    // Diffs: the same pass with its span's joules doubled is +100 % J/token (the same tokens);
+    // with another domain it is not compared, and the reason names both.
+    let edited = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| -> std::path::PathBuf {
+        let dir = tmp.path().join(name);
+        copy_dir(&out, &dir);
+        let path = dir.join("pass.json");
+        let mut info: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        edit(&mut info["cells"][0]);
+        std::fs::write(&path, serde_json::to_string_pretty(&info).unwrap()).unwrap();
+        dir
+    };
+    let doubled = edited("doubled", &|cell| {
+        let j = cell["step_energy"][0]["joules"].as_f64().unwrap();
+        cell["step_energy"][0]["joules"] = serde_json::json!(2.0 * j);
+    });
+    let dram = edited("dram", &|cell| cell["energy"]["domain"] = serde_json::json!("package+dram"));
+    let diff = |b: &Path| -> String {
+        let output = benchpass(&["diff", out.to_str().unwrap(), b.to_str().unwrap(), "--format", "md"]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let md = diff(&doubled);
+    assert!(md.contains("## Energy at more than one stream"), "{md}");
+    let row = md.lines().find(|l| l.contains("| sustained | 2 |") && l.contains("J/token")).unwrap_or_else(|| panic!("{md}"));
+    let per_token = step.joules / tokens as f64;
+    assert!(row.contains(&format!("{per_token:.3} J/token")) && row.contains(&format!("{:.3} J/token", 2.0 * per_token)), "{row}");
+    assert!(row.ends_with("| +100.0 % J/token |"), "{row}");
+    let md = diff(&dram);
+    let row = md.lines().find(|l| l.contains("| sustained | 2 |") && l.contains("J/token")).unwrap_or_else(|| panic!("{md}"));
+    assert!(row.ends_with("| not compared: energy rapl:package → rapl:package+dram |"), "{row}");
+}
+
+/// A pass folder copied whole (a reader's copy of a shared pass).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
