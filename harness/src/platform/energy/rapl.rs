@@ -136,7 +136,7 @@ impl Rapl {
     /// (`/sys/class/hwmon`), each read once; `Err` with why where there is none or none can
     /// be read.
     pub fn open_amd_energy(root: &Path) -> Result<Rapl, String> {
-        let entries = std::fs::read_dir(root).map_err(|e| format!("hwmon: {}: {e}", root.display()))?;
+        let entries = std::fs::read_dir(root).map_err(|e| format!("amd_energy: {}: {e}", root.display()))?;
         let mut devices: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
