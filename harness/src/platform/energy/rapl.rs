@@ -38,7 +38,7 @@ struct Zone {
 
 /// The `amd_energy` register's range: 2³² units of 2⁻¹⁶ J, in µJ as the driver scales them
 /// (`raw × 10⁶ ÷ 2¹⁶`).
-const AMD_RANGE_UJ: u64 = (1u64 << 32) * 1_000_000 >> 16;
+const AMD_RANGE_UJ: u64 = ((1u64 << 32) * 1_000_000) >> 16;
 
 impl Zone {
     /// The step to `now`, µJ; `None` where it is not a reading of this counter, or a wrap is not
