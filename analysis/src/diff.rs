@@ -232,7 +232,7 @@ fn step_energy_change(a: Option<&crate::serving::ServingEnergy>, b: Option<&crat
         (None, _) => return Err("A has no step energy".to_owned()),
         (_, None) => return Err("B has no step energy".to_owned()),
     };
-    if a.key != b.key {
+    if !crate::key::energy_keys_comparable(&a.key, &b.key) {
         return Err(format!("energy {} → {}", a.key, b.key));
     }
     match (a.joules_per_output_token, b.joules_per_output_token) {

@@ -85,6 +85,25 @@ pub fn energy_key(step: &crate::cells::CellStep) -> &str {
 /// Whether the energy figures of `a` and `b` may be compared: the one rule the diff and the
 /// report's marks follow.
 pub fn energy_comparable(a: &crate::cells::CellStep, b: &crate::cells::CellStep) -> bool {
-    let key = energy_key(a);
-    !key.is_empty() && key == energy_key(b)
+    energy_keys_comparable(energy_key(a), energy_key(b))
+}
+
+/// The rule itself, on two `source:domain` keys (a step's, or a serving step's
+/// [`crate::serving::ServingEnergy::key`]): the same, and not empty.
+pub fn energy_keys_comparable(a: &str, b: &str) -> bool {
+    !a.is_empty() && a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::energy_keys_comparable;
+
+    #[test]
+    fn energy_compares_only_within_one_source_and_domain() {
+        assert!(energy_keys_comparable("rapl:package", "rapl:package"));
+        assert!(!energy_keys_comparable("rapl:package", "rapl:package+dram"));
+        assert!(!energy_keys_comparable("nvml:gpu", "nvml:gpu×2"));
+        // No energy on either side is not "the same energy".
+        assert!(!energy_keys_comparable("", ""));
+    }
 }
