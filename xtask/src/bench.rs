@@ -7,7 +7,8 @@
 //! build, the client's marginal CPU time per streamed token and per event (the pass of 1,024
 //! requests minus the pass of 256, over the tokens and events between, so that start-up
 //! cancels; CPU from the pass's `harness_cpu_seconds`), its peak resident memory (GNU time's
-//! maximum RSS of the process), and its median TTFT beside the median that a raw-socket client
+//! maximum RSS of the whole process, and the pass's own `measurer.peak_rss_bytes`, up to its
+//! last run, before the figures and the leaderboard cache are worked out), and its median TTFT beside the median that a raw-socket client
 //! (HTTP/1.1 written by hand over `std::net`, below) measures against the same engine in the
 //! same repetition: the floor of the kernel and the engine, not of benchpass.
 //!
@@ -87,10 +88,11 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
             }
         }
     };
-    // The baseline first: it builds in the same target folder (its dependencies are this
-    // tree's), so this tree's build must come after it to leave target/release as it is.
     let baseline = build_baseline(&root, &scratch, &baseline_rev)?;
     let current = build_current(&root, &scratch)?;
+    if std::fs::read(&baseline)? == std::fs::read(&current)? {
+        println!("note: the baseline's binary and this tree's are the same bytes: the table compares a build with itself");
+    }
 
     let (few, many) = if options.quick { (64, 256) } else { (FEW, MANY) };
     let sim = SimProcess::start(&current, COMPARISON_SIM)?;
@@ -117,11 +119,14 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("the default: merge-base with main, or HEAD~1 on main"));
     println!("| figure | baseline median (min–max) | current median (min–max) | current ÷ baseline |");
     println!("|---|---:|---:|---:|");
-    let rows: [Figure; 6] = [
+    let rows: [Figure; 7] = [
         ("marginal CPU per token (µs)", |r| r.marginal_us_per_token),
         ("marginal CPU per token event (µs)", |r| r.marginal_us_per_event),
         ("CPU per token with start-up, larger pass (µs)", |r| r.us_per_token_whole),
-        ("peak RSS, larger pass (MB)", |r| r.peak_rss_bytes as f64 / 1e6),
+        ("peak RSS, larger pass, whole process (MB)", |r| r.peak_rss_bytes as f64 / 1e6),
+        // The pass's own record: up to its last run, before the figures are worked out (NaN
+        // for a build from before it was recorded).
+        ("peak RSS, larger pass, while measuring (MB)", |r| r.measuring_peak_rss_bytes.map_or(f64::NAN, |b| b as f64 / 1e6)),
         ("median TTFT, larger pass (ms)", |r| r.ttft_median_ms),
         ("median TTFT − engine's send of the first token (ms)", |r| r.ttft_error_median_ms),
     ];
@@ -148,6 +153,7 @@ struct Repetition {
     marginal_us_per_event: f64,
     us_per_token_whole: f64,
     peak_rss_bytes: u64,
+    measuring_peak_rss_bytes: Option<u64>,
     ttft_median_ms: f64,
     ttft_error_median_ms: f64,
 }
@@ -162,6 +168,7 @@ impl Repetition {
             marginal_us_per_event: cpu * 1e6 / (large.token_events - small.token_events) as f64,
             us_per_token_whole: large.cpu_seconds * 1e6 / large.tokens as f64,
             peak_rss_bytes: large.peak_rss_bytes,
+            measuring_peak_rss_bytes: large.measuring_peak_rss_bytes,
             ttft_median_ms: large.ttft_median_ms,
             ttft_error_median_ms: large.ttft_error_median_ms,
         })
@@ -174,6 +181,7 @@ struct Pass {
     tokens: u64,
     token_events: u64,
     peak_rss_bytes: u64,
+    measuring_peak_rss_bytes: Option<u64>,
     ttft_median_ms: f64,
     ttft_error_median_ms: f64,
 }
@@ -215,6 +223,7 @@ impl Pass {
             tokens,
             token_events,
             peak_rss_bytes: maxrss_kib * 1024,
+            measuring_peak_rss_bytes: pass.info.measurer.as_ref().and_then(|m| m.peak_rss_bytes),
             ttft_median_ms: median(&ttfts),
             ttft_error_median_ms: median(&errors),
         })
@@ -311,9 +320,11 @@ fn git(root: &Path, args: &[&str]) -> anyhow::Result<String> {
 
 /// The release `benchpass` of `rev`, kept under `scratch` by its source tree (two commits of
 /// one tree share a build). The tree is exported with `git archive` (no worktree to register
-/// or prune) and built with this tree's target folder, whose third-party dependencies it
-/// shares; the binary is copied out at once, as this tree's build then puts its own in
-/// target/release.
+/// or prune) and built in a target folder of its own: cargo names a workspace's units by their
+/// paths inside the workspace, so two trees built in one folder share their fingerprints, and
+/// an exported tree, its files dated at their commit, looks older than the last build and is
+/// taken for it (both sides of a comparison were once one binary). Its files are dated now
+/// (`tar -m`) so that a tree exported after another is never taken for it either.
 fn build_baseline(root: &Path, scratch: &Path, rev: &str) -> anyhow::Result<PathBuf> {
     let tree = git(root, &["rev-parse", &format!("{rev}^{{tree}}")])?;
     let kept = scratch.join(format!("baseline-tree-{}", &tree[..12])).join("benchpass");
@@ -324,33 +335,43 @@ fn build_baseline(root: &Path, scratch: &Path, rev: &str) -> anyhow::Result<Path
     let _ = std::fs::remove_dir_all(&source);
     std::fs::create_dir_all(&source)?;
     let archive = Command::new("git").args(["archive", rev]).current_dir(root).stdout(Stdio::piped()).spawn()?;
-    let status = Command::new("tar").args(["-x", "-C"]).arg(&source).stdin(archive.stdout.context("git archive's output")?).status()?;
+    let status = Command::new("tar").args(["-x", "-m", "-C"]).arg(&source).stdin(archive.stdout.context("git archive's output")?).status()?;
     anyhow::ensure!(status.success(), "exporting {rev} failed");
     println!("building the baseline's release benchpass ({})…", &rev[..12]);
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass"])
-        .env("CARGO_TARGET_DIR", root.join("target"))
-        .current_dir(&source)
-        .status()?;
-    anyhow::ensure!(status.success(), "building the baseline's release benchpass failed");
+    println!("(in {}; the first time, its dependencies too)", scratch.join("baseline-target").display());
+    let built = build_release_benchpass(&source, Some(&scratch.join("baseline-target")))?;
     std::fs::create_dir_all(kept.parent().context("a parent")?)?;
-    std::fs::copy(root.join("target/release/benchpass"), &kept)?;
+    std::fs::copy(&built, &kept)?;
     Ok(kept)
 }
 
 /// This tree's release `benchpass`, copied beside the baseline's.
 fn build_current(root: &Path, scratch: &Path) -> anyhow::Result<PathBuf> {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass"])
-        .current_dir(root)
-        .status()?;
-    anyhow::ensure!(status.success(), "building the release benchpass failed");
+    let built = build_release_benchpass(root, None)?;
     let kept = scratch.join("current").join("benchpass");
     std::fs::create_dir_all(kept.parent().context("a parent")?)?;
     // Removed first: a copy still running (a sim left behind) keeps its own file.
     let _ = std::fs::remove_file(&kept);
-    std::fs::copy(root.join("target/release/benchpass"), &kept)?;
+    std::fs::copy(&built, &kept)?;
     Ok(kept)
+}
+
+/// Builds the release `benchpass` of the tree at `source` and returns the executable cargo
+/// says it built.
+fn build_release_benchpass(source: &Path, target_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "--release", "--quiet", "-p", "benchpass", "--bin", "benchpass", "--message-format", "json-render-diagnostics"]);
+    if let Some(dir) = target_dir {
+        cargo.env("CARGO_TARGET_DIR", dir);
+    }
+    let output = cargo.current_dir(source).stderr(Stdio::inherit()).output()?;
+    anyhow::ensure!(output.status.success(), "building the release benchpass in {} failed", source.display());
+    let executable = String::from_utf8(output.stdout)?
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact" && message["target"]["name"] == "benchpass")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from));
+    executable.with_context(|| format!("cargo named no benchpass executable built in {}", source.display()))
 }
 
 struct Setting {
