@@ -23,6 +23,8 @@ pub struct Floor {
     /// CPU seconds ÷ wall seconds: the share of one core benchpass kept busy.
     pub core_share: Option<f64>,
     pub clock_tick_ns: u64,
+    /// benchpass's peak resident memory up to the session's last run, in bytes.
+    pub peak_rss_bytes: Option<u64>,
     pub self_check: Option<SelfCheck>,
 }
 
@@ -40,6 +42,7 @@ pub fn floor(info: &PassInfo) -> Option<Floor> {
         us_per_event: per(m.stream_events),
         core_share: cpu.filter(|_| m.wall_seconds > 0.0).map(|c| c / m.wall_seconds),
         clock_tick_ns: m.clock_tick_ns,
+        peak_rss_bytes: m.peak_rss_bytes,
         self_check: m.self_check.clone(),
     })
 }
@@ -85,7 +88,7 @@ mod tests {
         let mut info = PassInfo::synthetic("p", "m", Vec::new());
         info.harness_cpu_seconds = Some(1.5);
         info.measurer =
-            Some(Measurer { wall_seconds: 60.0, streamed_tokens: 100_000, stream_events: 50_000, clock_tick_ns: 25, self_check: None });
+            Some(Measurer { wall_seconds: 60.0, streamed_tokens: 100_000, stream_events: 50_000, clock_tick_ns: 25, peak_rss_bytes: Some(18_000_000), self_check: None });
         let f = floor(&info).unwrap();
         // 1.5 s over 100,000 tokens is 15 µs a token; over 50,000 events, 30 µs an event;
         // 1.5 s of CPU in 60 s is 2.5 % of one core.
@@ -98,7 +101,7 @@ mod tests {
     #[test]
     fn no_tokens_or_no_cpu_time_give_no_rate() {
         let mut info = PassInfo::synthetic("p", "m", Vec::new());
-        info.measurer = Some(Measurer { wall_seconds: 1.0, streamed_tokens: 0, stream_events: 0, clock_tick_ns: 1, self_check: None });
+        info.measurer = Some(Measurer { wall_seconds: 1.0, streamed_tokens: 0, stream_events: 0, clock_tick_ns: 1, peak_rss_bytes: None, self_check: None });
         assert_eq!(floor(&info).unwrap().us_per_token, None);
         info.harness_cpu_seconds = Some(1.0);
         assert_eq!(floor(&info).unwrap().us_per_token, None);

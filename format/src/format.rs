@@ -119,6 +119,11 @@ pub struct Measurer {
     /// The smallest step the monotonic clock was seen to take between two reads in a row, in
     /// nanoseconds: its resolution as benchpass sees it, the cost of a read included.
     pub clock_tick_ns: u64,
+    /// benchpass's own peak resident memory, in bytes, from its start to the session's last
+    /// run (getrusage's `ru_maxrss`, where the OS keeps it): the measuring's, since the
+    /// figures and the leaderboard cache are worked out after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
     /// The client against the reference engine on loopback, just before the first cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_check: Option<SelfCheck>,

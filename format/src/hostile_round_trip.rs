@@ -205,6 +205,7 @@ impl Gen {
             streamed_tokens: g.int(),
             stream_events: g.int(),
             clock_tick_ns: g.int(),
+            peak_rss_bytes: g.maybe(|g| g.int()),
             self_check: g.maybe(|g| SelfCheck {
                 streams: g.int() as u32,
                 requests: g.int() as u32,

@@ -627,7 +627,8 @@ pub struct PassHeader {
 
 /// What a Mac benchmarker checks before trusting a figure, in the order they would say it:
 /// `Mac15,9`, `10P+4E cores`, `30-core GPU`, `macOS 15.1 (24B83)`, `AC power`, `High Power
-/// Mode`, `GPU wired limit 30720 MB`, `swap 1.0 GiB used`, `thermal pressure nominal at start`.
+/// Mode`, `GPU wired limit 30720 MB`, `Metal working set 40.0 GiB`, `swap 1.0 GiB used`, `thermal
+/// pressure nominal at start`.
 fn mac_detail(mac: Option<&benchpass_format::machine::MacFacts>) -> Vec<String> {
     use benchpass_format::machine::{PowerMode, PowerSource};
     let Some(mac) = mac else { return Vec::new() };
@@ -649,6 +650,7 @@ fn mac_detail(mac: Option<&benchpass_format::machine::MacFacts>) -> Vec<String> 
             PowerMode::High => "High Power Mode".to_owned(),
         }),
         mac.gpu_wired_limit_mb.map(|mb| if mb == 0 { "GPU wired limit default".to_owned() } else { format!("GPU wired limit {mb} MB") }),
+        mac.metal_recommended_working_set_bytes.map(|b| format!("Metal working set {}", gib(b))),
         mac.swap.as_ref().map(|s| format!("swap {} used", gib(s.used_bytes))),
         mac.thermal_pressure.map(|t| format!("thermal pressure {} at start", t.as_str())),
     ]
@@ -754,12 +756,15 @@ pub fn header(pass: &Pass) -> PassHeader {
 }
 
 /// "1.24 s of CPU: 8.6 µs per streamed token, 27.1 µs per event, 2.1 % of one core over
-/// 58.3 s; the clock steps by 25 ns".
+/// 58.3 s; peak memory 18.0 MB; the clock steps by 25 ns".
 pub fn measuring_cost(pass: &Pass) -> String {
     let Some(f) = analysis::floor::floor(&pass.info) else {
         return "not recorded (a pass from before benchpass recorded it, or imported)".to_owned();
     };
-    let clock = format!("the clock steps by {} ns", f.clock_tick_ns);
+    let clock = match f.peak_rss_bytes {
+        Some(bytes) => format!("peak memory {:.1} MB; the clock steps by {} ns", bytes as f64 / 1e6, f.clock_tick_ns),
+        None => format!("the clock steps by {} ns", f.clock_tick_ns),
+    };
     let Some(cpu) = f.cpu_seconds else {
         return format!("CPU time not told by this OS; {} tokens in {} events over {:.1} s; {clock}", f.streamed_tokens, f.stream_events, f.wall_seconds);
     };

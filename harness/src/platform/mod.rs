@@ -113,6 +113,14 @@ pub fn process_cpu_seconds() -> Option<f64> {
     os::process_cpu_seconds()
 }
 
+/// This process's peak resident memory so far, in bytes, where the OS keeps it (Unix).
+pub fn process_peak_rss_bytes() -> Option<u64> {
+    #[cfg(unix)]
+    return unix::process_peak_rss_bytes();
+    #[cfg(not(unix))]
+    return None;
+}
+
 /// Raises this process's soft limit on open files to its hard limit (macOS starts at 256,
 /// fewer than 256 concurrent streams need); returns the limit now in force.
 pub fn raise_open_file_limit() -> Option<u64> {

@@ -44,6 +44,14 @@ pub fn raise_open_file_limit() -> Option<u64> {
     Some(soft)
 }
 
+/// This process's peak resident memory so far, in bytes: `ru_maxrss`, which Linux counts in
+/// KiB and macOS in bytes (getrusage(2) on each).
+pub fn process_peak_rss_bytes() -> Option<u64> {
+    let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    let max_rss = u64::try_from(usage.max_rss()).ok().filter(|&r| r > 0)?;
+    Some(if cfg!(target_os = "macos") { max_rss } else { max_rss * 1024 })
+}
+
 pub fn process_cpu_seconds() -> Option<f64> {
     let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;
     let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
