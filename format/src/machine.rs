@@ -59,6 +59,11 @@ pub struct MacFacts {
     /// default limit applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_wired_limit_mb: Option<u64>,
+    /// Metal's `recommendedMaxWorkingSetSize` of the default GPU, in bytes: how much memory
+    /// the GPU can use without hurting its performance, the limit in force whatever
+    /// `gpu_wired_limit_mb` says (0 there names no number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metal_recommended_working_set_bytes: Option<u64>,
     /// `sysctl -n vm.swapusage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap: Option<SwapUsage>,

@@ -352,6 +352,21 @@ pub fn thermal_pressure_now() -> Option<ThermalPressure> {
 }
 
 /// Runs the commands and parses what they print; a command that fails leaves its fact absent.
+/// Metal's `recommendedMaxWorkingSetSize` of the default GPU: the GPU memory limit in force,
+/// which no sysctl names (`iogpu.wired_limit_mb` is 0 unless someone set it). Read once, when
+/// the machine is recorded; Metal's device costs benchpass's process a few megabytes, never in
+/// a run.
+#[cfg(target_os = "macos")]
+fn metal_recommended_working_set_bytes() -> Option<u64> {
+    use objc2_metal::MTLDevice as _;
+    // A command-line tool gets no default device unless it links CoreGraphics (Apple's
+    // documentation of MTLCreateSystemDefaultDevice).
+    #[link(name = "CoreGraphics", kind = "framework")]
+    unsafe extern "C" {}
+    let device = objc2_metal::MTLCreateSystemDefaultDevice()?;
+    Some(device.recommendedMaxWorkingSetSize()).filter(|&bytes| bytes > 0)
+}
+
 #[cfg(target_os = "macos")]
 pub fn mac_facts() -> MacFacts {
     fn run(program: &str, args: &[&str]) -> Option<String> {
@@ -394,6 +409,7 @@ pub fn mac_facts() -> MacFacts {
         power_source: run("/usr/bin/pmset", &["-g", "batt"]).as_deref().and_then(parse_pmset_batt),
         power_mode: run("/usr/bin/pmset", &["-g"]).as_deref().and_then(parse_pmset_power_mode),
         gpu_wired_limit_mb: sysctl("iogpu.wired_limit_mb").as_deref().and_then(parse_wired_limit_mb),
+        metal_recommended_working_set_bytes: metal_recommended_working_set_bytes(),
         swap: sysctl("vm.swapusage").as_deref().and_then(parse_swap_usage),
         thermal_pressure: run("/usr/bin/notifyutil", &["-g", "com.apple.system.thermalpressurelevel"])
             .as_deref()

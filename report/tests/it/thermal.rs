@@ -48,11 +48,13 @@ fn a_macs_facts_are_printed_with_the_machine() {
         power_source: Some(PowerSource::Ac),
         power_mode: Some(PowerMode::High),
         gpu_wired_limit_mb: Some(30720),
+        // 40 GiB: 42,949,672,960 bytes.
+        metal_recommended_working_set_bytes: Some(42_949_672_960),
         thermal_pressure: Some(ThermalPressure::Nominal),
         ..MacFacts::default()
     });
     let steps = summarize(&pass).unwrap();
     let rendered = report::render_pass(&pass, &steps).unwrap();
-    let expected = "Mac15,9, 10P+4E cores, 30-core GPU, macOS 15.1 (24B83), AC power, High Power Mode, GPU wired limit 30720 MB, thermal pressure nominal at start";
+    let expected = "Mac15,9, 10P+4E cores, 30-core GPU, macOS 15.1 (24B83), AC power, High Power Mode, GPU wired limit 30720 MB, Metal working set 40.0 GiB, thermal pressure nominal at start";
     assert!(rendered.markdown.contains(expected), "{}", rendered.markdown.lines().find(|l| l.starts_with("| machine")).unwrap_or(""));
 }
