@@ -698,6 +698,7 @@ pub(crate) fn finish(info: &mut PassInfo, writer: &PassWriter, summary: &PassSum
         streamed_tokens: summary.streamed_tokens,
         stream_events: summary.stream_events,
         clock_tick_ns: session.clock_tick_ns,
+        peak_rss_bytes: crate::platform::process_peak_rss_bytes(),
         self_check: session.self_check,
     });
     writer.update_info(info)?;
