@@ -59,7 +59,7 @@ pub struct MacFacts {
     /// default limit applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_wired_limit_mb: Option<u64>,
-    /// Metal's `recommendedMaxWorkingSetSize` of the default GPU, in bytes: how much memory
+    /// Metal's `recommendedMaxWorkingSetSize` of the GPU (the largest of several), in bytes: how much memory
     /// the GPU can use without hurting its performance, the limit in force whatever
     /// `gpu_wired_limit_mb` says (0 there names no number).
     #[serde(default, skip_serializing_if = "Option::is_none")]
