@@ -761,19 +761,20 @@ pub fn measuring_cost(pass: &Pass) -> String {
     let Some(f) = analysis::floor::floor(&pass.info) else {
         return "not recorded (a pass from before benchpass recorded it, or imported)".to_owned();
     };
-    let clock = match f.peak_rss_bytes {
+    // The figures every branch ends with.
+    let memory_and_clock = match f.peak_rss_bytes {
         Some(bytes) => format!("peak memory {:.1} MB; the clock steps by {} ns", bytes as f64 / 1e6, f.clock_tick_ns),
         None => format!("the clock steps by {} ns", f.clock_tick_ns),
     };
     let Some(cpu) = f.cpu_seconds else {
-        return format!("CPU time not told by this OS; {} tokens in {} events over {:.1} s; {clock}", f.streamed_tokens, f.stream_events, f.wall_seconds);
+        return format!("CPU time not told by this OS; {} tokens in {} events over {:.1} s; {memory_and_clock}", f.streamed_tokens, f.stream_events, f.wall_seconds);
     };
     let per = |us: Option<f64>, what: &str| us.map(|us| format!("{us:.1} µs per {what}"));
     let parts: Vec<String> = [per(f.us_per_token, "streamed token"), per(f.us_per_event, "event"), f.core_share.map(|s| format!("{:.1} % of one core over {:.1} s", s * 100.0, f.wall_seconds))]
         .into_iter()
         .flatten()
         .collect();
-    format!("{cpu:.2} s of CPU{}{}; {clock}", if parts.is_empty() { "" } else { ": " }, parts.join(", "))
+    format!("{cpu:.2} s of CPU{}{}; {memory_and_clock}", if parts.is_empty() { "" } else { ": " }, parts.join(", "))
 }
 
 /// "TTFT within 0.42 ms (median 0.21 ms), decode rate within 0.31 % (median 0.12 %): 16

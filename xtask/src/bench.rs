@@ -8,8 +8,9 @@
 //! requests minus the pass of 256, over the tokens and events between, so that start-up
 //! cancels; CPU from the pass's `harness_cpu_seconds`), its peak resident memory (GNU time's
 //! maximum RSS of the whole process, and the pass's own `measurer.peak_rss_bytes`, up to its
-//! last run, before the figures and the leaderboard cache are worked out), and its median TTFT beside the median that a raw-socket client
-//! (HTTP/1.1 written by hand over `std::net`, below) measures against the same engine in the
+//! last run, before the figures and the leaderboard cache are worked out), and its median
+//! TTFT beside the median that a raw-socket client (HTTP/1.1 written by hand over
+//! `std::net`, below) measures against the same engine in the
 //! same repetition: the floor of the kernel and the engine, not of benchpass.
 //!
 //! Then, for this tree alone, the client's timing error at 1, 32 and 256 streams against when

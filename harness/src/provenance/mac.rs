@@ -351,21 +351,19 @@ pub fn thermal_pressure_now() -> Option<ThermalPressure> {
     out.status.success().then(|| parse_thermal_pressure(&String::from_utf8_lossy(&out.stdout))).flatten()
 }
 
-/// Runs the commands and parses what they print; a command that fails leaves its fact absent.
 /// Metal's `recommendedMaxWorkingSetSize` of the GPU: the GPU memory limit in force,
 /// which no sysctl names (`iogpu.wired_limit_mb` is 0 unless someone set it). Read once, when
-/// the machine is recorded; Metal's device costs benchpass's process a few megabytes, never in
-/// a run.
+/// the machine is recorded, never in a run.
 #[cfg(target_os = "macos")]
 fn metal_recommended_working_set_bytes() -> Option<u64> {
     use objc2_metal::MTLDevice as _;
     // Every device, not the default one: a command-line tool gets no default device unless it
-    // links CoreGraphics (Apple's documentation of MTLCreateSystemDefaultDevice). An
-    // Apple-silicon Mac has one GPU; of an Intel Mac's two, the larger limit is the
-    // discrete GPU's, where an engine runs.
+    // links CoreGraphics (Apple's documentation of MTLCreateSystemDefaultDevice), which takes
+    // an unsafe block. An Apple-silicon Mac has one GPU; of several, the largest limit is kept.
     objc2_metal::MTLCopyAllDevices().to_vec().iter().map(|device| device.recommendedMaxWorkingSetSize()).max().filter(|&bytes| bytes > 0)
 }
 
+/// Runs the commands and parses what they print; a command that fails leaves its fact absent.
 #[cfg(target_os = "macos")]
 pub fn mac_facts() -> MacFacts {
     fn run(program: &str, args: &[&str]) -> Option<String> {
