@@ -425,14 +425,14 @@ mod tests {
     }
 
     #[test]
-    fn sw_vers_real_and_constructed() {
+    fn sw_vers_real() {
         let v = parse_sw_vers(fixture!("sw_vers-1.txt")).unwrap();
         assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("Mac OS X", "10.13", "17A405"));
         let v = parse_sw_vers(fixture!("sw_vers-2.txt")).unwrap();
         assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("Mac OS X", "10.15.5", "19F101"));
-        // Constructed: the macOS 11+ layout, two tabs after the colon.
-        let v = parse_sw_vers(fixture!("sw_vers-3-constructed.txt")).unwrap();
-        assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("macOS", "14.5", "23F79"));
+        // The macOS 11+ layout: `macOS`, two tabs after the colon.
+        let v = parse_sw_vers(fixture!("sw_vers-3.txt")).unwrap();
+        assert_eq!((v.product_name.as_str(), v.product_version.as_str(), v.build_version.as_str()), ("macOS", "14.4", "23E214"));
 
         assert_eq!(parse_sw_vers(""), None);
         assert_eq!(parse_sw_vers("ProductName:\tmacOS\nProductVersion:\t14.5\n"), None, "no build");
@@ -468,19 +468,24 @@ mod tests {
         assert_eq!(parse_nperflevels("9\n"), None, "past MAX_PERF_LEVELS");
         assert_eq!(parse_nperflevels("sysctl: unknown oid 'hw.nperflevels'\n"), None);
 
-        // M1 Pro and M2 Pro: Performance + Efficiency; the old fields read the same counts.
-        let m1 = parse_cpu_levels(fixture!("sysctl-perflevels-m1pro-constructed.txt"), 2).unwrap();
-        assert_eq!(m1, [level("Performance", 8), level("Efficiency", 2)]);
-        assert_eq!(legacy_core_counts(&m1), (Some(8), Some(2)));
-        // `sysctl -a` lines: cache sizes and logical counts are skipped, nperflevels agrees.
-        let m2 = parse_cpu_levels(fixture!("sysctl-perflevels-m2pro-constructed.txt"), 2).unwrap();
-        assert_eq!(m2, [level("Performance", 8), level("Efficiency", 4)]);
-        assert_eq!(parse_cpu_levels(fixture!("sysctl-perflevels-m2pro-constructed.txt"), 3), None, "nperflevels says 2");
+        // Whole `sysctl hw` dumps of an M3 Max (which prints level 1 before level 0) and an M4
+        // Pro: every other line is skipped, cache sizes and logical counts included, levels come
+        // out level 0 first, nperflevels agrees, and the old fields read the same counts.
+        let m3max = parse_cpu_levels(fixture!("sysctl-hw-m3max-1.txt"), 2).unwrap();
+        assert_eq!(m3max, [level("Performance", 12), level("Efficiency", 4)]);
+        assert_eq!(legacy_core_counts(&m3max), (Some(12), Some(4)));
+        let m4pro = parse_cpu_levels(fixture!("sysctl-hw-m4pro-1.txt"), 2).unwrap();
+        assert_eq!(m4pro, [level("Performance", 10), level("Efficiency", 4)]);
+        assert_eq!(parse_cpu_levels(fixture!("sysctl-hw-m4pro-1.txt"), 3), None, "nperflevels says 2");
 
         // M5 Max: 6 Super + 12 Performance, not "6 performance + 12 efficiency".
-        let m5max = parse_cpu_levels(fixture!("sysctl-perflevels-m5max-constructed.txt"), 2).unwrap();
+        let m5max = parse_cpu_levels(fixture!("sysctl-perflevels-m5max-1.txt"), 2).unwrap();
         assert_eq!(m5max, [level("Super", 6), level("Performance", 12)]);
         assert_eq!(legacy_core_counts(&m5max), (Some(12), None));
+        // A virtual Mac (a hosted CI runner): one level, `Standard`, in neither old field.
+        let virtual_mac = parse_cpu_levels(fixture!("sysctl-virtualmac-1.txt"), 1).unwrap();
+        assert_eq!(virtual_mac, [level("Standard", 3)]);
+        assert_eq!(legacy_core_counts(&virtual_mac), (None, None));
         // M5: 4 Super + 6 Efficiency.
         let m5 = parse_cpu_levels(fixture!("sysctl-perflevels-m5-constructed.txt"), 2).unwrap();
         assert_eq!(m5, [level("Super", 4), level("Efficiency", 6)]);
@@ -491,8 +496,8 @@ mod tests {
         assert_eq!(legacy_core_counts(&three), (Some(6), Some(4)));
         assert_eq!(parse_cpu_levels(fixture!("sysctl-perflevels-three-constructed.txt"), 2), None, "a level past the count");
 
-        // The real M1 Pro capture has counts but no names (its macOS printed none): no levels,
-        // so the collector falls back to perflevel0/1 by number.
+        // The lines of the real M1 Pro capture hold counts and no names: no levels, so the
+        // collector falls back to perflevel0/1 by number.
         let unnamed = format!("{}{}", fixture!("sysctl-perflevel0-1.txt"), fixture!("sysctl-perflevel1-1.txt"));
         assert_eq!(parse_cpu_levels(&unnamed, 2), None);
         assert_eq!(parse_cpu_levels("hw.perflevel0.name: Performance\nhw.perflevel0.physicalcpu: 0\n", 1), None, "0 cores");
@@ -519,9 +524,14 @@ mod tests {
     }
 
     #[test]
-    fn sysctl_values_constructed() {
-        assert_eq!(parse_model_identifier(fixture!("sysctl-hw.model-1-constructed.txt")).as_deref(), Some("MacBookAir10,1"));
-        assert_eq!(parse_memsize(fixture!("sysctl-hw.memsize-1-constructed.txt")), Some(16 * 1024 * 1024 * 1024));
+    fn sysctl_values() {
+        // Real `sysctl NAME` lines (an M1 Pro's model, an M3 Max's 128 GiB), then the bare
+        // values `sysctl -n` prints.
+        assert_eq!(parse_model_identifier(fixture!("sysctl-hw.model-1.txt")).as_deref(), Some("MacBookPro18,3"));
+        assert_eq!(parse_memsize(fixture!("sysctl-hw.memsize-1.txt")), Some(128 * 1024 * 1024 * 1024));
+        assert_eq!(parse_model_identifier("Mac14,2\n").as_deref(), Some("Mac14,2"));
+        assert_eq!(parse_memsize("17179869184\n"), Some(16 * 1024 * 1024 * 1024));
+        // Constructed: no citable capture of the limit read at its default.
         assert_eq!(parse_wired_limit_mb(fixture!("sysctl-iogpu.wired_limit_mb-1-constructed.txt")), Some(0));
         assert_eq!(parse_wired_limit_mb("iogpu.wired_limit_mb: 57344\n"), Some(57344));
         assert_eq!(parse_memsize("-1\n"), None);
@@ -555,7 +565,8 @@ mod tests {
     fn pmset_power_mode_real_and_constructed() {
         assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-1.txt")), Some(PowerMode::Automatic), "lowpowermode 0");
         assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-2.txt")), None, "no power-mode line");
-        // Constructed: a `powermode` line.
+        // A real `powermode` line (Automatic), then a constructed one for High Power.
+        assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-4.txt")), Some(PowerMode::Automatic), "powermode 0");
         assert_eq!(parse_pmset_power_mode(fixture!("pmset-g-3-constructed.txt")), Some(PowerMode::High));
         assert_eq!(parse_pmset_power_mode(" lowpowermode         1\n powermode            1\n"), Some(PowerMode::Low));
         assert_eq!(parse_pmset_power_mode(" lowpowermode         1\n powermode            0\n"), None, "disagree");
