@@ -361,13 +361,17 @@ fn csv_records(records: impl IntoIterator<Item = Row>) -> Vec<u8> {
 /// [`N_COLUMNS`] fields.
 pub fn parse_csv_rows(bytes: &[u8]) -> Option<Vec<Row>> {
     let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
-    reader
-        .records()
-        .map(|record| {
-            let record = record.ok()?;
-            Row::try_from(record.iter().map(str::to_owned).collect::<Vec<_>>()).ok()
-        })
-        .collect()
+    // One record read into again and again, and each row made straight from its fields: the
+    // Parquet export reads every row of a fleet through here.
+    let mut record = csv::StringRecord::new();
+    let mut rows = Vec::new();
+    while reader.read_record(&mut record).ok()? {
+        if record.len() != N_COLUMNS {
+            return None;
+        }
+        rows.push(std::array::from_fn(|i| record[i].to_owned()));
+    }
+    Some(rows)
 }
 
 /// The whole file: header, then the rows of every pass given.

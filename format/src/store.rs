@@ -441,6 +441,10 @@ pub fn read_pass_keeping<F: FnMut(&RunRecord) -> bool>(dir: &Path, keep_events: 
                 run.output_sha256 = RunRecord::hash_output(&run.events);
             }
             run.events = Vec::new();
+        } else {
+            // Read a field at a time, the events' vector grew by doubling: up to half of it
+            // empty, over the whole pass.
+            run.events.shrink_to_fit();
         }
         runs.push(run);
     }

@@ -11,7 +11,10 @@
 //! last run, before the figures and the leaderboard cache are worked out), and its median
 //! TTFT beside the median that a raw-socket client (HTTP/1.1 written by hand over
 //! `std::net`, below) measures against the same engine in the
-//! same repetition: the floor of the kernel and the engine, not of benchpass.
+//! same repetition: the floor of the kernel and the engine, not of benchpass. The raw client
+//! makes both passes too, and its marginal CPU per token (its threads' own CPU time) is the
+//! floor under benchpass's: what reading the same streams costs the kernel and a client that
+//! does nothing else.
 //!
 //! Then, for this tree alone, the client's timing error at 1, 32 and 256 streams against when
 //! the engine actually sent its tokens (the sim's `timings` object), and the engine's own
@@ -100,6 +103,7 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     let mut baseline_reps = Vec::new();
     let mut current_reps = Vec::new();
     let mut raw_ttft_medians = Vec::new();
+    let mut raw_marginal_us = Vec::new();
     for rep in 0..options.repetitions {
         // Alternating which goes first, so that neither always meets a warmer machine.
         let order = if rep % 2 == 0 { [("baseline", &baseline), ("current", &current)] } else { [("current", &current), ("baseline", &baseline)] };
@@ -108,13 +112,15 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
             let measured = Repetition::measure(binary, &sim.url, &dir, few, many)?;
             if name == "baseline" { &mut baseline_reps } else { &mut current_reps }.push(measured);
         }
-        let raw = raw_ttfts(sim.addr()?, many as usize, STREAMS as usize)?;
-        raw_ttft_medians.push(median(&raw));
+        let raw_few = raw_pass(sim.addr()?, few as usize, STREAMS as usize)?;
+        let raw_many = raw_pass(sim.addr()?, many as usize, STREAMS as usize)?;
+        raw_ttft_medians.push(median(&raw_many.ttfts_ms));
+        raw_marginal_us.push((raw_many.cpu_seconds - raw_few.cpu_seconds) * 1e6 / (u64::from(many - few) * TOKENS) as f64);
     }
     drop(sim);
 
     println!(
-        "{} repetitions, each: baseline and this tree in turn (alternating which goes first), {STREAMS} streams, passes of {few} and {many} requests of {TOKENS} tokens, then a raw-socket client's {many} requests at {STREAMS} streams; the reference engine: TTFT 10 ms, 3 tokens an event, an event a millisecond (coarse timer)",
+        "{} repetitions, each: baseline and this tree in turn (alternating which goes first), {STREAMS} streams, passes of {few} and {many} requests of {TOKENS} tokens, then a raw-socket client's {few} and {many} requests at {STREAMS} streams; the reference engine: TTFT 10 ms, 3 tokens an event, an event a millisecond (coarse timer)",
         options.repetitions
     );
     println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("the default: merge-base with main, or HEAD~1 on main"));
@@ -140,6 +146,14 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     let (b, c) = (versus_raw(&baseline_reps), versus_raw(&current_reps));
     println!("| median TTFT − raw-socket client's median, same repetition (ms) | {} | {} | {:.2} |", spread(&b), spread(&c), median(&c) / median(&b));
     println!("\nraw-socket client's median TTFT (ms): {}", spread(&raw_ttft_medians));
+    // The floor under the first row: what reading the same streams costs with nothing in the
+    // client but the reads (the kernel's TCP work on each read, its acknowledgement included).
+    let current_marginal: Vec<f64> = current_reps.iter().map(|r| r.marginal_us_per_token).collect();
+    println!(
+        "raw-socket client's marginal CPU per token (µs): {}; this tree's ÷ the raw client's, medians: {:.2}",
+        spread(&raw_marginal_us),
+        median(&current_marginal) / median(&raw_marginal_us)
+    );
     println!("passes kept under {}\n", scratch.display());
 
     if !options.quick {
@@ -164,6 +178,8 @@ impl Repetition {
         let small = Pass::run(binary, url, &dir.join(format!("runs-{few}")), few)?;
         let large = Pass::run(binary, url, &dir.join(format!("runs-{many}")), many)?;
         let cpu = large.cpu_seconds - small.cpu_seconds;
+        // The raw client counts no tokens: it takes every reply to be TOKENS long, as these are.
+        anyhow::ensure!(large.tokens == u64::from(many) * TOKENS, "{} tokens in {many} replies of {TOKENS}", large.tokens);
         Ok(Repetition {
             marginal_us_per_token: cpu * 1e6 / (large.tokens - small.tokens) as f64,
             marginal_us_per_event: cpu * 1e6 / (large.token_events - small.token_events) as f64,
@@ -231,13 +247,20 @@ impl Pass {
     }
 }
 
-/// TTFTs in milliseconds of `requests` streamed chat requests, `streams` at a time, by a client
-/// with nothing in it: HTTP/1.1 by hand over a kept-alive `TcpStream` per stream, the clock
+/// What a raw-socket client's pass gave: each request's TTFT in milliseconds, and the CPU time
+/// (user and system) of the threads that made the requests, in seconds.
+struct RawPass {
+    ttfts_ms: Vec<f64>,
+    cpu_seconds: f64,
+}
+
+/// `requests` streamed chat requests, `streams` at a time, by a client with nothing in it: HTTP/1.1 by hand over a kept-alive `TcpStream` per stream, the clock
 /// started before the request is written (before the connection is opened, for a stream's
 /// first request, as benchpass's is) and read when the `read` that brought the first
 /// `"content"` with text returns. Each reply is read to its end, so the engine's load is
-/// benchpass's.
-fn raw_ttfts(addr: SocketAddr, requests: usize, streams: usize) -> anyhow::Result<Vec<f64>> {
+/// benchpass's. Each thread's CPU time is read from the kernel's scheduler statistics for the
+/// thread, before its first request and after its last.
+fn raw_pass(addr: SocketAddr, requests: usize, streams: usize) -> anyhow::Result<RawPass> {
     let body = format!(
         r#"{{"model":"sim-model","max_tokens":{TOKENS},"temperature":0.0,"stream":true,"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"Write a story."}}]}}"#
     );
@@ -249,7 +272,8 @@ fn raw_ttfts(addr: SocketAddr, requests: usize, streams: usize) -> anyhow::Resul
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..streams)
             .map(|_| {
-                scope.spawn(|| -> anyhow::Result<Vec<f64>> {
+                scope.spawn(|| -> anyhow::Result<(Vec<f64>, f64)> {
+                    let cpu_at_start = thread_cpu_seconds()?;
                     let mut ttfts = Vec::new();
                     let mut connection: Option<TcpStream> = None;
                     let mut buffer = vec![0u8; 64 << 10];
@@ -284,16 +308,27 @@ fn raw_ttfts(addr: SocketAddr, requests: usize, streams: usize) -> anyhow::Resul
                         ttfts.push(first.context("a reply without content")?.as_secs_f64() * 1e3);
                         connection = Some(stream);
                     }
-                    Ok(ttfts)
+                    Ok((ttfts, thread_cpu_seconds()? - cpu_at_start))
                 })
             })
             .collect();
-        let mut all = Vec::new();
+        let mut pass = RawPass { ttfts_ms: Vec::new(), cpu_seconds: 0.0 };
         for worker in workers {
-            all.extend(worker.join().map_err(|_| anyhow::anyhow!("a raw-client thread panicked"))??);
+            let (ttfts, cpu) = worker.join().map_err(|_| anyhow::anyhow!("a raw-client thread panicked"))??;
+            pass.ttfts_ms.extend(ttfts);
+            pass.cpu_seconds += cpu;
         }
-        Ok(all)
+        anyhow::ensure!(pass.ttfts_ms.len() == requests, "{} of {requests} raw requests answered", pass.ttfts_ms.len());
+        Ok(pass)
     })
+}
+
+/// The CPU time the calling thread has run, in seconds: the first field of Linux's
+/// `/proc/thread-self/schedstat`, nanoseconds on a CPU (user and system alike).
+fn thread_cpu_seconds() -> anyhow::Result<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").context("reading /proc/thread-self/schedstat (Linux)")?;
+    let ns: u64 = text.split_whitespace().next().context("an empty schedstat")?.parse().context("schedstat's run time")?;
+    Ok(ns as f64 / 1e9)
 }
 
 /// The bytes hold a `"content":"` with at least one character after it.

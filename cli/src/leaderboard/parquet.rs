@@ -108,14 +108,27 @@ impl Dataset {
     }
 
     fn hold(&mut self, dir: &Path, rows: Vec<Row>) -> anyhow::Result<()> {
+        let mut key: Option<(String, String)> = None;
         for row in rows {
-            let key = (row[PARTITIONS[0]].clone(), row[PARTITIONS[1]].clone());
-            // Checked once per partition: the folder's name must be one the file system takes.
-            if !self.partitions.contains(&key) {
-                folder(&key).with_context(|| format!("{}", dir.display()))?;
-                self.partitions.insert(key.clone());
+            // A pass's rows are mostly of one machine and engine: the key is made again only
+            // when it changes.
+            let same = key.as_ref().is_some_and(|(m, e)| *m == row[PARTITIONS[0]] && *e == row[PARTITIONS[1]]);
+            if !same {
+                let new = (row[PARTITIONS[0]].clone(), row[PARTITIONS[1]].clone());
+                // Checked once per partition: the folder's name must be one the file system takes.
+                if !self.partitions.contains(&new) {
+                    folder(&new).with_context(|| format!("{}", dir.display()))?;
+                    self.partitions.insert(new.clone());
+                }
+                key = Some(new);
             }
-            self.held.entry(key).or_default().push(row);
+            let key = key.as_ref().expect("made above");
+            match self.held.get_mut(key) {
+                Some(held) => held.push(row),
+                None => {
+                    self.held.insert(key.clone(), vec![row]);
+                }
+            }
             self.n_held += 1;
         }
         // The largest first: a partition that gathers many rows gets large files, and small
@@ -128,12 +141,12 @@ impl Dataset {
     }
 
     fn write_partition(&mut self, key: &(String, String)) -> anyhow::Result<()> {
-        let rows = self.held.remove(key).unwrap_or_default();
+        let mut rows = self.held.remove(key).unwrap_or_default();
         self.n_held -= rows.len();
         let dir = self.root.join(folder(key)?);
         std::fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
         let path = dir.join(format!("part-{:05}.parquet", self.written.files));
-        write_file(&path, &rows).with_context(|| format!("writing {}", path.display()))?;
+        write_file(&path, &mut rows).with_context(|| format!("writing {}", path.display()))?;
         self.written.files += 1;
         self.written.rows += rows.len();
         Ok(())
@@ -218,8 +231,9 @@ fn properties() -> WriterProperties {
         .build()
 }
 
-/// One file of `rows`, one row group.
-fn write_file(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
+/// One file of `rows`, one row group. Text is moved out of the rows into the file's values,
+/// not copied: the rows are not read again.
+fn write_file(path: &Path, rows: &mut [Row]) -> anyhow::Result<()> {
     let file = File::create_new(path)?;
     let mut writer = SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema()?), Arc::new(properties()))?;
     let mut group = writer.next_row_group()?;
@@ -228,19 +242,19 @@ fn write_file(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
         let i = columns.next().expect("the schema has a field per file column");
         // Definition levels: 1 where the row has a value, 0 for a null.
         let defined: Vec<i16> = rows.iter().map(|r| i16::from(!r[i].is_empty())).collect();
-        let present = || rows.iter().map(|r| r[i].as_str()).filter(|v| !v.is_empty());
         let number = |v: &str| format!("column `{}`: `{}` is not a number", COLUMNS[i], harness::progress::printable(v));
         match COLUMN_TYPES[i] {
             ColumnType::Text => {
-                let values: Vec<ByteArray> = present().map(ByteArray::from).collect();
+                let values: Vec<ByteArray> =
+                    rows.iter_mut().filter(|r| !r[i].is_empty()).map(|r| ByteArray::from(std::mem::take(&mut r[i]).into_bytes())).collect();
                 column.typed::<ByteArrayType>().write_batch(&values, Some(&defined), None)?;
             }
             ColumnType::Integer => {
-                let values = present().map(|v| v.parse::<i64>().with_context(|| number(v))).collect::<anyhow::Result<Vec<_>>>()?;
+                let values = present(rows, i).map(|v| v.parse::<i64>().with_context(|| number(v))).collect::<anyhow::Result<Vec<_>>>()?;
                 column.typed::<Int64Type>().write_batch(&values, Some(&defined), None)?;
             }
             ColumnType::Decimal => {
-                let values = present().map(|v| v.parse::<f64>().with_context(|| number(v))).collect::<anyhow::Result<Vec<_>>>()?;
+                let values = present(rows, i).map(|v| v.parse::<f64>().with_context(|| number(v))).collect::<anyhow::Result<Vec<_>>>()?;
                 column.typed::<DoubleType>().write_batch(&values, Some(&defined), None)?;
             }
         }
@@ -249,6 +263,11 @@ fn write_file(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
     group.close()?;
     writer.close()?;
     Ok(())
+}
+
+/// Column `i`'s values, the nulls (empty fields) left out.
+fn present(rows: &[Row], i: usize) -> impl Iterator<Item = &str> {
+    rows.iter().map(move |r| r[i].as_str()).filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]
