@@ -442,8 +442,8 @@ pub fn read_pass_keeping<F: FnMut(&RunRecord) -> bool>(dir: &Path, keep_events: 
             }
             run.events = Vec::new();
         } else {
-            // Read a field at a time, the events' vector grew by doubling: up to half of it
-            // empty, over the whole pass.
+            // Read an event at a time, the events' vector grew by doubling: up to half of it
+            // empty, in every run the pass holds.
             run.events.shrink_to_fit();
         }
         runs.push(run);

@@ -254,12 +254,13 @@ struct RawPass {
     cpu_seconds: f64,
 }
 
-/// `requests` streamed chat requests, `streams` at a time, by a client with nothing in it: HTTP/1.1 by hand over a kept-alive `TcpStream` per stream, the clock
-/// started before the request is written (before the connection is opened, for a stream's
-/// first request, as benchpass's is) and read when the `read` that brought the first
-/// `"content"` with text returns. Each reply is read to its end, so the engine's load is
-/// benchpass's. Each thread's CPU time is read from the kernel's scheduler statistics for the
-/// thread, before its first request and after its last.
+/// `requests` streamed chat requests, `streams` at a time, by a client with nothing in it:
+/// HTTP/1.1 by hand over a kept-alive `TcpStream` per stream, the clock started before the
+/// request is written (before the connection is opened, for a stream's first request, as
+/// benchpass's is) and read when the `read` that brought the first `"content"` with text
+/// returns. Each reply is read to its end, so the engine's load is benchpass's. Each thread's
+/// CPU time is read from the kernel's scheduler statistics for the thread, before its first
+/// request and after its last.
 fn raw_pass(addr: SocketAddr, requests: usize, streams: usize) -> anyhow::Result<RawPass> {
     let body = format!(
         r#"{{"model":"sim-model","max_tokens":{TOKENS},"temperature":0.0,"stream":true,"stream_options":{{"include_usage":true}},"messages":[{{"role":"user","content":"Write a story."}}]}}"#
