@@ -392,6 +392,25 @@ mod tests {
         assert_eq!(COLUMNS[FLAGS], "flags");
     }
 
+    /// What a cache holds reads back field for field, quoting included; anything but rows of
+    /// exactly `N_COLUMNS` fields is no rows at all.
+    #[test]
+    fn cached_rows_read_back_or_not_at_all() {
+        let row = |first: &str| -> Row { std::array::from_fn(|i| if i == 0 { first.to_owned() } else { format!("f{i}") }) };
+        let rows = vec![row("plain"), row("a, \"quoted\"\nfield"), row("")];
+        assert_eq!(parse_csv_rows(&csv_records(rows.clone())), Some(rows));
+        assert_eq!(parse_csv_rows(b""), Some(Vec::new()));
+        let short = "a,b,c\n".to_owned();
+        assert_eq!(parse_csv_rows(short.as_bytes()), None, "3 fields");
+        let mut one_long = csv_records([row("x")]);
+        one_long.truncate(one_long.len() - 1);
+        one_long.extend_from_slice(b",extra\n");
+        assert_eq!(parse_csv_rows(&one_long), None, "one field too many");
+        let mut not_utf8 = csv_records([row("x")]);
+        not_utf8[0] = 0xff;
+        assert_eq!(parse_csv_rows(&not_utf8), None);
+    }
+
     #[test]
     fn the_spreadsheet_columns_are_the_documented_ones() {
         let names: Vec<&str> = SPREADSHEET_TEXT.iter().map(|&i| COLUMNS[i]).collect();
