@@ -2,7 +2,7 @@
 //! cell beside it: the table every statistic starts from.
 
 use benchpass_format::metrics;
-use benchpass_format::{Pass, PassInfo, RunRecord, TokenCountSource, Workload};
+use benchpass_format::{Keep, Pass, PassInfo, RunRecord, TokenCountSource, Workload};
 use benchpass_format::runs::is_short_stop;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,36 +69,46 @@ fn draft_counters(counters: &std::collections::BTreeMap<String, f64>) -> Option<
 /// each other (`RunFacts::usage_mismatch`).
 fn usage_mismatch(run: &RunRecord) -> Option<(u64, u64)> {
     let usage_completion = run.usage.as_ref().and_then(|u| u.get("completion_tokens")).and_then(serde_json::Value::as_u64);
-    let token_events = run.events.iter().filter(|e| e.carries_tokens()).count() as u64;
+    let times = run.token_times()?;
+    let token_events = times.arrivals_ns.len() as u64;
     usage_completion
-        .filter(|_| !run.events.is_empty())
         .filter(|&n| metrics::usage_contradicts_events(n, token_events))
         .map(|n| (n, token_events))
 }
 
-/// Which runs' stream events the figures, charts and comparisons read, for one pass read in
-/// file order: the filter to read it with (`benchpass_format::store::read_pass_keeping`), so that
-/// a report, a diff or a leaderboard holds the events it reads and no others. Every other
-/// run's events are read, hashed into its `output_sha256` where it lacks one, and dropped;
-/// every figure stays the same (a test compares them with a full read). The readers:
-/// - `quality`: a quality run's texts and logprobs;
-/// - `serving`: every event of a run in a step that has serving figures
-///   ([`crate::serving::step_has_figures`], the one rule the figures follow too: times, tokens
-///   per event, the last event);
-/// - `usage_mismatch` above: a run whose usage contradicts its token events (a run whose
-///   usage agrees gives `None` with or without them);
-/// - the report's token timeline (`report::charts::token_timeline`): the first measured run
-///   of each cell with a token event.
+/// What of each run's stream events the figures, charts and comparisons read, for one pass
+/// read in file order: the filter to read it with (`benchpass_format::store::read_pass_keeping`),
+/// so that a report, a diff or a leaderboard holds what it reads and nothing more. Of every
+/// other run the events are read, hashed into its `output_sha256` where it lacks one, and
+/// dropped; every figure stays the same (a test compares them with a full read). The readers:
+/// - every event, whole ([`Keep::Events`]):
+///   - `quality`: a quality run's texts and logprobs;
+///   - the report's token timeline (`report::charts::token_timeline`): the first measured run
+///     of each cell with a token event;
+/// - the events' times only ([`Keep::Times`], `RunRecord::token_times`: 8 bytes a token event
+///   where an event takes some 150):
+///   - `serving`: every run in a step that has serving figures
+///     ([`crate::serving::step_has_figures`], the one rule the figures follow too: times, tokens
+///     per event, the last event);
+///   - `usage_mismatch` above: a run whose usage contradicts its token events (a run whose
+///     usage agrees gives `None` with or without them).
 ///
 /// Any new reader of `RunRecord::events` in analysis or report belongs in this list.
-pub fn events_the_figures_read(info: &PassInfo) -> impl FnMut(&RunRecord) -> bool {
+pub fn events_the_figures_read(info: &PassInfo) -> impl FnMut(&RunRecord) -> Keep {
     let mut timeline_cells = std::collections::HashSet::new();
     let info = info.clone();
     move |run| {
-        run.workload == Workload::Quality
-            || crate::serving::step_has_figures(&info, run.workload, run.target_prompt_tokens, run.concurrency)
-            || usage_mismatch(run).is_some()
-            || (!run.warmup && run.events.iter().any(|e| e.carries_tokens()) && timeline_cells.insert(run.cell.clone()))
+        let first_timed = !run.warmup && run.events.iter().any(|e| e.carries_tokens()) && !timeline_cells.contains(&run.cell);
+        if first_timed {
+            timeline_cells.insert(run.cell.clone());
+        }
+        if run.workload == Workload::Quality || first_timed {
+            Keep::Events
+        } else if crate::serving::step_has_figures(&info, run.workload, run.target_prompt_tokens, run.concurrency) || usage_mismatch(run).is_some() {
+            Keep::Times
+        } else {
+            Keep::Nothing
+        }
     }
 }
 

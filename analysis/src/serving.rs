@@ -200,7 +200,7 @@ pub fn rate_held(requested: f64, runs: &[&RunRecord]) -> RateHeld {
         (n >= 2 && span_s > 0.0).then(|| (n - 1) as f64 / span_s)
     };
     let due: Vec<u64> = runs.iter().filter_map(|r| r.scheduled_ns).collect();
-    let ends: Vec<u64> = runs.iter().filter(|r| !r.is_error()).filter_map(|r| Some(r.sent_ns? + r.events.last()?.t_ns)).collect();
+    let ends: Vec<u64> = runs.iter().filter(|r| !r.is_error()).filter_map(|r| Some(r.sent_ns? + r.token_times()?.last_event_ns?)).collect();
     RateHeld { requested, offered: if due.len() == runs.len() { rate(due) } else { None }, achieved: rate(ends) }
 }
 
@@ -393,17 +393,16 @@ pub fn figures_under(concurrency: u32, runs: &[&RunRecord], load: &Load) -> Serv
 /// TTFT and decode span from the events where the run has them (measured runs), else as the
 /// record gives them (imported runs).
 fn times(run: &RunRecord) -> metrics::EventTimes {
-    if run.events.is_empty() {
-        metrics::EventTimes { ttft_ms: run.ttft_ms, decode_ms: run.decode_ms }
-    } else {
-        metrics::event_times(&run.events)
+    match run.token_times() {
+        Some(times) => times.event_times(),
+        None => metrics::EventTimes { ttft_ms: run.ttft_ms, decode_ms: run.decode_ms },
     }
 }
 
 /// The run's last event, of any kind (the finish and usage events included: the response is
 /// not complete before them), in milliseconds after the request was sent; `None` without events.
 pub fn e2e_ms(run: &RunRecord) -> Option<f64> {
-    run.events.last().map(|e| e.t_ns as f64 / 1e6)
+    run.token_times()?.last_event_ns.map(|ns| ns as f64 / 1e6)
 }
 
 /// Decode span ÷ (completion tokens − 1): the mean gap between tokens after the first.
@@ -419,13 +418,17 @@ pub fn tpot_ms(run: &RunRecord) -> Option<f64> {
 /// (n − 1) ÷ (k − 1) for each later one. `None` where neither can be told: no completion count,
 /// or one that contradicts the events (fewer tokens than events, `usage-mismatch`).
 pub fn tokens_per_event(run: &RunRecord) -> Option<Vec<f64>> {
-    let token_events: Vec<_> = run.events.iter().filter(|e| e.carries_tokens()).collect();
-    let k = token_events.len();
+    tokens_per_event_of(run, &*run.token_times()?)
+}
+
+/// [`tokens_per_event`] with the run's token times already read.
+fn tokens_per_event_of(run: &RunRecord, times: &metrics::TokenTimes) -> Option<Vec<f64>> {
+    let k = times.arrivals_ns.len();
     if k == 0 {
         return None;
     }
-    if token_events.iter().all(|e| !e.logprobs.is_empty()) {
-        return Some(token_events.iter().map(|e| e.logprobs.len() as f64).collect());
+    if let Some(counts) = &times.logprob_counts {
+        return Some(counts.iter().map(|&n| f64::from(n)).collect());
     }
     let n = run.completion_tokens?;
     if (n as usize) < k {
@@ -438,9 +441,10 @@ pub fn tokens_per_event(run: &RunRecord) -> Option<Vec<f64>> {
 /// The run's inter-token latencies: for each token event after the first, (its arrival − the
 /// previous token event's) ÷ its tokens, in milliseconds.
 pub fn itl_ms(run: &RunRecord) -> Vec<f64> {
-    let Some(tokens) = tokens_per_event(run) else { return Vec::new() };
-    let arrivals: Vec<u64> = run.events.iter().filter(|e| e.carries_tokens()).map(|e| e.t_ns).collect();
-    arrivals
+    let Some(times) = run.token_times() else { return Vec::new() };
+    let Some(tokens) = tokens_per_event_of(run, &times) else { return Vec::new() };
+    times
+        .arrivals_ns
         .windows(2)
         .zip(&tokens[1..])
         .filter(|(_, &n)| n > 0.0)

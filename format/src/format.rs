@@ -911,6 +911,11 @@ pub struct RunRecord {
     /// empty for imported runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EventRecord>,
+    /// What the serving figures read of `events`, where a reader dropped them to save memory
+    /// (`store::read_pass_keeping` with [`crate::store::Keep::Times`]); never written. Read it through
+    /// [`RunRecord::token_times`], which works it out from `events` wherever they are held.
+    #[serde(skip)]
+    pub dropped_events: Option<crate::metrics::TokenTimes>,
 }
 
 /// Whether a count is zero: such a field is left out of the file, so a record without it
@@ -1124,7 +1129,18 @@ impl RunRecord {
             stream_conflicts: vec![],
             empty_events: 0,
             events: vec![],
+            dropped_events: None,
         }
+    }
+
+    /// The times of the run's token events and its last event: from its events where it holds
+    /// them, else what a reader kept of them when it dropped them; `None` for a run that had
+    /// none (an imported run, or one that failed before its first event).
+    pub fn token_times(&self) -> Option<std::borrow::Cow<'_, crate::metrics::TokenTimes>> {
+        if !self.events.is_empty() {
+            return Some(std::borrow::Cow::Owned(crate::metrics::TokenTimes::of(&self.events)));
+        }
+        self.dropped_events.as_ref().map(std::borrow::Cow::Borrowed)
     }
 
     /// How long the run waited in benchpass between when it was due and when it was sent, in

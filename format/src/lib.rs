@@ -28,7 +28,7 @@ pub mod vllm_bench;
 
 pub use format::*;
 pub use store::{
-    damage_notes, read_pass, read_passes, write_imported, Damage, DamagedLine, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE,
+    damage_notes, read_pass, read_passes, write_imported, Damage, DamagedLine, Keep, Pass, PassError, PassWriter, TornTail, PASS_FILE, RUNS_FILE,
 };
 
 #[cfg(test)]

@@ -24,7 +24,45 @@ pub fn event_times(events: &[EventRecord]) -> EventTimes {
         return EventTimes { ttft_ms: None, decode_ms: None };
     };
     let last = tokens.next_back().unwrap_or(first);
-    EventTimes { ttft_ms: Some(ns_to_ms(first.t_ns)), decode_ms: Some(ns_to_ms(last.t_ns - first.t_ns)) }
+    times_between(first.t_ns, last.t_ns)
+}
+
+/// TTFT and decode span from the first and last token events' arrivals.
+fn times_between(first_ns: u64, last_ns: u64) -> EventTimes {
+    EventTimes { ttft_ms: Some(ns_to_ms(first_ns)), decode_ms: Some(ns_to_ms(last_ns - first_ns)) }
+}
+
+/// What the serving figures read of a run's events (ITL, tokens per event, TTFT, decode span,
+/// end-to-end latency), in 8 bytes a token event: what a reader keeps of a run whose events it
+/// drops (`store::Keep::Times`), where the events themselves take some 150 bytes each.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TokenTimes {
+    /// Each token event's `t_ns`, in order.
+    pub arrivals_ns: Box<[u64]>,
+    /// Each token event's count of logprobs, where every token event has some; else `None`.
+    pub logprob_counts: Option<Box<[u32]>>,
+    /// The last event's `t_ns`, of any kind (the finish and usage events included).
+    pub last_event_ns: Option<u64>,
+}
+
+impl TokenTimes {
+    pub fn of(events: &[EventRecord]) -> TokenTimes {
+        let tokens = || events.iter().filter(|e| e.carries_tokens());
+        let all_logprobs = tokens().next().is_some() && tokens().all(|e| !e.logprobs.is_empty());
+        TokenTimes {
+            arrivals_ns: tokens().map(|e| e.t_ns).collect(),
+            logprob_counts: all_logprobs.then(|| tokens().map(|e| e.logprobs.len().try_into().unwrap_or(u32::MAX)).collect()),
+            last_event_ns: events.last().map(|e| e.t_ns),
+        }
+    }
+
+    /// [`event_times`] of the events these were kept from.
+    pub fn event_times(&self) -> EventTimes {
+        match (self.arrivals_ns.first(), self.arrivals_ns.last()) {
+            (Some(&first), Some(&last)) => times_between(first, last),
+            _ => EventTimes { ttft_ms: None, decode_ms: None },
+        }
+    }
 }
 
 fn ns_to_ms(ns: u64) -> f64 {
@@ -185,6 +223,32 @@ mod tests {
         assert_eq!(times, EventTimes { ttft_ms: Some(100.0), decode_ms: Some(40.0) });
         // 3 tokens, 2 intervals over 40 ms: 50 tok/s.
         assert_eq!(decode_tps(Some(3), times.decode_ms), Some(50.0));
+    }
+
+    #[test]
+    fn token_times_keep_what_the_figures_read_of_the_events() {
+        use crate::format::TokenLogprob;
+        let lp = |token: &str| TokenLogprob { token: token.to_owned(), bytes: None, logprob: -0.5, top: vec![] };
+        let events = [event(1, ""), event(100, " Alice"), event(120, " was"), event(140, " tired"), event(141, "")];
+        let times = TokenTimes::of(&events);
+        // Three token events (the role-only and finish events are not), the finish event last.
+        assert_eq!(&*times.arrivals_ns, [100_000_000, 120_000_000, 140_000_000]);
+        assert_eq!((times.logprob_counts.as_deref(), times.last_event_ns), (None, Some(141_000_000)));
+        assert_eq!(times.event_times(), event_times(&events));
+        assert_eq!(times.event_times(), EventTimes { ttft_ms: Some(100.0), decode_ms: Some(40.0) });
+
+        // Logprobs counted only where every token event has some: 2 and 1 here; one token
+        // event without any, none at all.
+        let with = |t_ms, text: &str, n| EventRecord { logprobs: (0..n).map(|_| lp("x")).collect(), ..event(t_ms, text) };
+        let all = [event(1, ""), with(10, "ab", 2), with(20, "c", 1), event(21, "")];
+        assert_eq!(TokenTimes::of(&all).logprob_counts.as_deref(), Some(&[2, 1][..]));
+        let some = [with(10, "ab", 2), event(20, "c")];
+        assert_eq!(TokenTimes::of(&some).logprob_counts, None);
+
+        // No token event: no times, and the last event still kept.
+        let none = TokenTimes::of(&[event(5, "")]);
+        assert_eq!((none.arrivals_ns.len(), none.last_event_ns), (0, Some(5_000_000)));
+        assert_eq!(none.event_times(), EventTimes { ttft_ms: None, decode_ms: None });
     }
 
     #[test]

@@ -421,34 +421,58 @@ pub fn read_pass(dir: &Path) -> Result<Pass, PassError> {
     read_pass_keeping(dir, |_| |_| true)
 }
 
-/// Reads a pass keeping the stream events only of the runs for which `keep_events` says so
-/// (it sees each run whole, in file order); every other run's events are dropped as soon as
-/// that run is read, after its `output_sha256` is filled in from them where the record lacks
-/// it (the same hash [`RunRecord::hash_output`] gives). Events are most of a pass's memory (a
+/// Reads a pass keeping of each run's stream events what `keep_events` says ([`Keep`]; `true`
+/// is every event, `false` none): it sees each run whole, in file order. Events not kept are
+/// dropped as soon as that run is read, after its `output_sha256` is filled in from them
+/// where the record lacks it (the same hash [`RunRecord::hash_output`] gives), and, for
+/// [`Keep::Times`], their times kept in `dropped_events`. Events are most of a pass's memory (a
 /// run of 256 tokens holds 256 of them, each with its text): a caller that needs them for a
 /// few runs holds a pass in a fraction of the memory. The filter is made from the pass's
 /// `pass.json` (which steps a run belongs to decides what is read of it);
 /// `analysis::runs::events_the_figures_read` is the one the analysis reads passes with.
-pub fn read_pass_keeping<F: FnMut(&RunRecord) -> bool>(dir: &Path, keep_events: impl FnOnce(&PassInfo) -> F) -> Result<Pass, PassError> {
+pub fn read_pass_keeping<K: Into<Keep>, F: FnMut(&RunRecord) -> K>(dir: &Path, keep_events: impl FnOnce(&PassInfo) -> F) -> Result<Pass, PassError> {
     let info = read_pass_info(dir)?;
     let mut keep_events = keep_events(&info);
     let mut reader = RunReader::open(dir)?;
     let mut runs = Vec::new();
     for run in reader.by_ref() {
         let mut run = run?;
-        if !keep_events(&run) {
-            if run.output_sha256.is_none() {
-                run.output_sha256 = RunRecord::hash_output(&run.events);
-            }
-            run.events = Vec::new();
-        } else {
+        let keep = keep_events(&run).into();
+        if keep == Keep::Events {
             // Read an event at a time, the events' vector grew by doubling: up to half of it
             // empty, in every run the pass holds.
             run.events.shrink_to_fit();
+        } else {
+            if run.output_sha256.is_none() {
+                run.output_sha256 = RunRecord::hash_output(&run.events);
+            }
+            if keep == Keep::Times && !run.events.is_empty() {
+                run.dropped_events = Some(crate::metrics::TokenTimes::of(&run.events));
+            }
+            run.events = Vec::new();
         }
         runs.push(run);
     }
     Ok(Pass { dir: dir.to_owned(), info, runs, torn_tail: reader.torn_tail, damage: reader.damage })
+}
+
+/// What [`read_pass_keeping`] keeps of a run's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// Every event, whole.
+    Events,
+    /// Only what the serving figures read of them ([`RunRecord::token_times`]: each token
+    /// event's arrival and logprob count, the last event's arrival), in 8 bytes a token event.
+    Times,
+    /// Nothing (its `output_sha256` is still filled in from them).
+    Nothing,
+}
+
+impl From<bool> for Keep {
+    /// `true`: every event; `false`: none.
+    fn from(keep: bool) -> Keep {
+        if keep { Keep::Events } else { Keep::Nothing }
+    }
 }
 
 /// The runs of a pass read one line at a time, in the order they were recorded: memory for
@@ -607,7 +631,7 @@ pub fn read_passes(dirs: &[PathBuf]) -> Result<Vec<Pass>, PassError> {
 
 /// [`read_passes`] with [`read_pass_keeping`]'s filter of events, a new one for each pass
 /// (made by `filter`).
-pub fn read_passes_keeping<F: FnMut(&RunRecord) -> bool>(dirs: &[PathBuf], filter: impl Fn(&PassInfo) -> F + Sync) -> Result<Vec<Pass>, PassError> {
+pub fn read_passes_keeping<K: Into<Keep>, F: FnMut(&RunRecord) -> K>(dirs: &[PathBuf], filter: impl Fn(&PassInfo) -> F + Sync) -> Result<Vec<Pass>, PassError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);

@@ -1049,6 +1049,7 @@ async fn run_one(target: &Target<'_>, job: &Job, due: Due) -> RunRecord {
         stream_conflicts: outcome.conflicts,
         empty_events: outcome.empty_events,
         events: outcome.events,
+        dropped_events: None,
     }
 }
 

@@ -196,10 +196,16 @@ fn the_analysis_reads_without_the_events_no_figure_reads_and_every_figure_stays_
         let light = read_pass_keeping(&dir, analysis::runs::events_the_figures_read).unwrap();
         let context = dir.display();
         assert_eq!(full.runs.len(), light.runs.len(), "{context}");
-        // Runs are the same but for the events dropped; the output hash is the events'.
+        // Runs are the same but for the events dropped; the output hash is the events', and
+        // the times kept of them are theirs.
         for (f, l) in full.runs.iter().zip(&light.runs) {
             if l.events.is_empty() {
-                let hashed = RunRecord { output_sha256: f.output_sha256.clone().or_else(|| RunRecord::hash_output(&f.events)), events: vec![], ..f.clone() };
+                let hashed = RunRecord {
+                    output_sha256: f.output_sha256.clone().or_else(|| RunRecord::hash_output(&f.events)),
+                    events: vec![],
+                    dropped_events: l.dropped_events.as_ref().map(|_| harness::pass::metrics::TokenTimes::of(&f.events)),
+                    ..f.clone()
+                };
                 assert_eq!(&hashed, l, "{context}");
             } else {
                 assert_eq!(f, l, "{context}: a run whose events are kept is kept whole");
@@ -216,12 +222,15 @@ fn the_analysis_reads_without_the_events_no_figure_reads_and_every_figure_stays_
         assert_eq!(charts(&a), charts(&b), "{context}");
     }
     // The synthetic pass keeps what its readers need and drops the rest: of each cell's 4
-    // measured single-stream runs per step, the events of the timeline's first one, of
-    // mismatched ones, and every run at 4 streams and every quality run.
+    // measured single-stream runs per step, the events of the timeline's first one and every
+    // quality run's whole; the times alone of mismatched ones and of every run at 4 streams.
     let light = read_pass_keeping(&tmp.path().join("sizes"), analysis::runs::events_the_figures_read).unwrap();
-    let kept = |f: &dyn Fn(&RunRecord) -> bool| light.runs.iter().filter(|r| f(r)).all(|r| !r.events.is_empty());
-    assert!(kept(&|r| r.workload == Workload::Quality || r.concurrency == 4));
-    assert!(light.runs.iter().filter(|r| r.warmup).all(|r| r.events.is_empty() || r.usage.as_ref().unwrap()["completion_tokens"] == 2));
+    let all = |f: &dyn Fn(&RunRecord) -> bool, what: &dyn Fn(&RunRecord) -> bool| light.runs.iter().filter(|r| f(r)).all(what);
+    assert!(all(&|r| r.workload == Workload::Quality, &|r| !r.events.is_empty()));
+    assert!(all(&|r| r.concurrency == 4, &|r| r.token_times().is_some()));
+    assert!(light.runs.iter().any(|r| r.concurrency == 4 && r.events.is_empty()), "runs at 4 streams keep their times, not their events");
+    let mismatched = |r: &RunRecord| r.usage.as_ref().is_some_and(|u| u["completion_tokens"] == 2);
+    assert!(all(&|r| r.warmup, &|r| r.events.is_empty() && (r.dropped_events.is_some() || !mismatched(r))));
     let dropped = light.runs.iter().filter(|r| r.events.is_empty()).count();
     assert!(dropped >= 20, "{dropped} of {} runs dropped their events", light.runs.len());
 }
