@@ -7,8 +7,10 @@
 //! build, the client's marginal CPU time per streamed token and per event (the pass of 1,024
 //! requests minus the pass of 256, over the tokens and events between, so that start-up
 //! cancels; CPU from the pass's `harness_cpu_seconds`), its peak resident memory (GNU time's
-//! maximum RSS of the whole process, and the pass's own `measurer.peak_rss_bytes`, up to its
-//! last run, before the figures and the leaderboard cache are worked out), and its median
+//! maximum RSS of the whole process; of it, sampled, the anonymous memory the process
+//! allocated and the file-backed pages of its own binary; and the pass's own
+//! `measurer.peak_rss_bytes`, up to its last run, before the figures and the leaderboard
+//! cache are worked out), and its median
 //! TTFT beside the median that a raw-socket client (HTTP/1.1 written by hand over
 //! `std::net`, below) measures against the same engine in the
 //! same repetition: the floor of the kernel and the engine, not of benchpass. The raw client
@@ -126,11 +128,16 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     println!("baseline {} ({}), current: this tree\n", &baseline_rev[..12], options.baseline.as_deref().unwrap_or("the default: merge-base with main, or HEAD~1 on main"));
     println!("| figure | baseline median (min–max) | current median (min–max) | current ÷ baseline |");
     println!("|---|---:|---:|---:|");
-    let rows: [Figure; 7] = [
+    let rows: [Figure; 9] = [
         ("marginal CPU per token (µs)", |r| r.marginal_us_per_token),
         ("marginal CPU per token event (µs)", |r| r.marginal_us_per_event),
         ("CPU per token with start-up, larger pass (µs)", |r| r.us_per_token_whole),
         ("peak RSS, larger pass, whole process (MB)", |r| r.peak_rss_bytes as f64 / 1e6),
+        // Of it, sampled every 5 ms: what the process allocated, and the pages of its own
+        // binary the kernel mapped (shared with the page cache; mapped in 64 KiB windows
+        // around each page the code first runs).
+        ("peak anonymous memory, larger pass, sampled (MB)", |r| r.sampled.anon_bytes as f64 / 1e6),
+        ("peak file-backed memory (its binary), larger pass, sampled (MB)", |r| r.sampled.file_bytes as f64 / 1e6),
         // The pass's own record: up to its last run, before the figures are worked out (NaN
         // for a build from before it was recorded).
         ("peak RSS, larger pass, while measuring (MB)", |r| r.measuring_peak_rss_bytes.map_or(f64::NAN, |b| b as f64 / 1e6)),
@@ -168,6 +175,7 @@ struct Repetition {
     marginal_us_per_event: f64,
     us_per_token_whole: f64,
     peak_rss_bytes: u64,
+    sampled: Resident,
     measuring_peak_rss_bytes: Option<u64>,
     ttft_median_ms: f64,
     ttft_error_median_ms: f64,
@@ -185,6 +193,7 @@ impl Repetition {
             marginal_us_per_event: cpu * 1e6 / (large.token_events - small.token_events) as f64,
             us_per_token_whole: large.cpu_seconds * 1e6 / large.tokens as f64,
             peak_rss_bytes: large.peak_rss_bytes,
+            sampled: large.sampled,
             measuring_peak_rss_bytes: large.measuring_peak_rss_bytes,
             ttft_median_ms: large.ttft_median_ms,
             ttft_error_median_ms: large.ttft_error_median_ms,
@@ -198,6 +207,7 @@ struct Pass {
     tokens: u64,
     token_events: u64,
     peak_rss_bytes: u64,
+    sampled: Resident,
     measuring_peak_rss_bytes: Option<u64>,
     ttft_median_ms: f64,
     ttft_error_median_ms: f64,
@@ -209,7 +219,7 @@ impl Pass {
         std::fs::create_dir_all(out.parent().context("a parent")?)?;
         let rss_file = out.with_extension("maxrss");
         // GNU time's %M: the process's maximum resident set (getrusage's ru_maxrss), in KiB.
-        let status = Command::new("/usr/bin/time")
+        let child = Command::new("/usr/bin/time")
             .args(["-f", "%M", "-o"])
             .arg(&rss_file)
             .arg(binary)
@@ -217,8 +227,13 @@ impl Pass {
             .args(["--max-tokens", &TOKENS.to_string(), "--runs", &runs.to_string()])
             .args(["--concurrency", &STREAMS.to_string(), "--out"])
             .arg(out)
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .context("running benchpass under /usr/bin/time (GNU time)")?;
+        let sampled = Resident::sample_child_of(child.id());
+        let status = child.wait_with_output()?;
+        let sampled = sampled.join().map_err(|_| anyhow::anyhow!("the memory sampler panicked"))?;
         anyhow::ensure!(status.status.success(), "benchpass run failed ({runs} runs): {}", String::from_utf8_lossy(&status.stderr));
         let maxrss_kib: u64 = std::fs::read_to_string(&rss_file)?.trim().lines().last().unwrap_or("").parse().context("GNU time's %M")?;
         let pass = harness::pass::read_pass(out)?;
@@ -240,9 +255,45 @@ impl Pass {
             tokens,
             token_events,
             peak_rss_bytes: maxrss_kib * 1024,
+            sampled,
             measuring_peak_rss_bytes: pass.info.measurer.as_ref().and_then(|m| m.peak_rss_bytes),
             ttft_median_ms: median(&ttfts),
             ttft_error_median_ms: median(&errors),
+        })
+    }
+}
+
+/// The largest anonymous and file-backed resident memory seen of a process (each on its own:
+/// they need not peak together), from `/proc/PID/status` every 5 ms; zero where it cannot be
+/// read.
+#[derive(Debug, Clone, Copy, Default)]
+struct Resident {
+    anon_bytes: u64,
+    file_bytes: u64,
+}
+
+impl Resident {
+    /// Samples the first child of process `parent` (benchpass under GNU time) until it ends.
+    fn sample_child_of(parent: u32) -> std::thread::JoinHandle<Resident> {
+        std::thread::spawn(move || {
+            let children = format!("/proc/{parent}/task/{parent}/children");
+            let mut pid = None;
+            let mut peak = Resident::default();
+            loop {
+                if pid.is_none() {
+                    match std::fs::read_to_string(&children) {
+                        Ok(text) => pid = text.split_whitespace().next().map(str::to_owned),
+                        Err(_) => return peak,
+                    }
+                }
+                if let Some(pid) = &pid {
+                    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return peak };
+                    let kib = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok());
+                    peak.anon_bytes = peak.anon_bytes.max(kib("RssAnon:").unwrap_or(0) * 1024);
+                    peak.file_bytes = peak.file_bytes.max(kib("RssFile:").unwrap_or(0) * 1024);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
         })
     }
 }
