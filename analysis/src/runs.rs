@@ -69,8 +69,7 @@ fn draft_counters(counters: &std::collections::BTreeMap<String, f64>) -> Option<
 /// each other (`RunFacts::usage_mismatch`).
 fn usage_mismatch(run: &RunRecord) -> Option<(u64, u64)> {
     let usage_completion = run.usage.as_ref().and_then(|u| u.get("completion_tokens")).and_then(serde_json::Value::as_u64);
-    let times = run.token_times()?;
-    let token_events = times.arrivals_ns.len() as u64;
+    let token_events = run.n_token_events()?;
     usage_completion
         .filter(|&n| metrics::usage_contradicts_events(n, token_events))
         .map(|n| (n, token_events))

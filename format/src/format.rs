@@ -1143,6 +1143,14 @@ impl RunRecord {
         self.dropped_events.as_ref().map(std::borrow::Cow::Borrowed)
     }
 
+    /// How many of [`RunRecord::token_times`]' events carry tokens, without making them.
+    pub fn n_token_events(&self) -> Option<u64> {
+        if !self.events.is_empty() {
+            return Some(self.events.iter().filter(|e| e.carries_tokens()).count() as u64);
+        }
+        self.dropped_events.as_ref().map(|t| t.arrivals_ns.len() as u64)
+    }
+
     /// How long the run waited in benchpass between when it was due and when it was sent, in
     /// milliseconds: 0 where streams were kept busy; `None` where either instant is not
     /// recorded. The one rule that the figures from the schedule add to the figures from the
