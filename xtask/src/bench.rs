@@ -106,10 +106,7 @@ pub fn client(args: &[&str]) -> anyhow::Result<()> {
     // process first runs, so that side's client would show more of its binary resident (2.3 MB
     // more, seen in two runs, each on the side that shared its file with the engine).
     let sim_binary = scratch.join("sim").join("benchpass");
-    std::fs::create_dir_all(sim_binary.parent().context("a parent")?)?;
-    // Removed first: a copy still running (a sim left behind) keeps its own file.
-    let _ = std::fs::remove_file(&sim_binary);
-    std::fs::copy(&current, &sim_binary)?;
+    copy_binary(&current, &sim_binary)?;
     let sim = SimProcess::start(&sim_binary, COMPARISON_SIM)?;
     let mut baseline_reps = Vec::new();
     let mut current_reps = Vec::new();
@@ -437,8 +434,7 @@ fn build_baseline(root: &Path, scratch: &Path, rev: &str) -> anyhow::Result<Path
     println!("building the baseline's release benchpass ({})…", &rev[..12]);
     println!("(in {}; the first time, its dependencies too)", scratch.join("baseline-target").display());
     let built = build_release_benchpass(&source, Some(&scratch.join("baseline-target")))?;
-    std::fs::create_dir_all(kept.parent().context("a parent")?)?;
-    std::fs::copy(&built, &kept)?;
+    copy_binary(&built, &kept)?;
     Ok(kept)
 }
 
@@ -446,11 +442,17 @@ fn build_baseline(root: &Path, scratch: &Path, rev: &str) -> anyhow::Result<Path
 fn build_current(root: &Path, scratch: &Path) -> anyhow::Result<PathBuf> {
     let built = build_release_benchpass(root, None)?;
     let kept = scratch.join("current").join("benchpass");
-    std::fs::create_dir_all(kept.parent().context("a parent")?)?;
-    // Removed first: a copy still running (a sim left behind) keeps its own file.
-    let _ = std::fs::remove_file(&kept);
-    std::fs::copy(&built, &kept)?;
+    copy_binary(&built, &kept)?;
     Ok(kept)
+}
+
+/// `from` copied to a new file at `to`, its folder made where missing.
+fn copy_binary(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to.parent().context("a parent")?)?;
+    // Removed first: a copy still running (a sim left behind) keeps its own file.
+    let _ = std::fs::remove_file(to);
+    std::fs::copy(from, to).with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
 }
 
 /// Builds the release `benchpass` of the tree at `source` and returns the executable cargo
