@@ -316,17 +316,17 @@ pub fn for_spreadsheet(mut row: Row) -> Row {
 }
 
 /// The row [`for_spreadsheet`] was given, from what it made, or `None` where that cannot be
-/// told: a cell that starts with `'` and a formula character was either guarded or written so
-/// by its engine or user (`-beta` and `'-beta` are both written `'-beta`).
+/// told ([`recorded_as_is`]).
 pub fn from_spreadsheet(row: Row) -> Option<Row> {
-    for i in SPREADSHEET_TEXT {
-        if let Some(rest) = row[i].strip_prefix('\'') {
-            if rest.starts_with(benchpass_format::csv::FORMULA_STARTS) {
-                return None;
-            }
-        }
-    }
-    Some(row)
+    recorded_as_is(&row.each_ref().map(String::as_str)).then_some(row)
+}
+
+/// Whether the cells of a row as the CSV holds them are the cells as recorded: false where a
+/// cell starts with `'` and a formula character, which was either guarded or written so by its
+/// engine or user (`-beta` and `'-beta` are both written `'-beta`). Every other cell is as
+/// [`for_spreadsheet`] was given it.
+pub fn recorded_as_is(cells: &[&str; N_COLUMNS]) -> bool {
+    SPREADSHEET_TEXT.iter().all(|&i| !cells[i].strip_prefix('\'').is_some_and(|rest| rest.starts_with(benchpass_format::csv::FORMULA_STARTS)))
 }
 
 /// What a column holds, for formats that type their columns (the Parquet export).
@@ -360,18 +360,44 @@ fn csv_records(records: impl IntoIterator<Item = Row>) -> Vec<u8> {
 /// The rows in `csv_rows`'s bytes (a cache's), or `None` where they are not rows of
 /// [`N_COLUMNS`] fields.
 pub fn parse_csv_rows(bytes: &[u8]) -> Option<Vec<Row>> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
-    // One record read into again and again, and each row made straight from its fields: the
-    // Parquet export reads every row of a fleet through here.
-    let mut record = csv::StringRecord::new();
-    let mut rows = Vec::new();
-    while reader.read_record(&mut record).ok()? {
-        if record.len() != N_COLUMNS {
-            return None;
+    let mut rows = CachedRows::default();
+    rows.read(bytes).then(|| rows.iter().map(|cells| cells.map(str::to_owned)).collect())
+}
+
+/// A cache's rows (`csv_rows`'s bytes), read into records that are kept from one pass to the
+/// next: the Parquet export reads every row of a fleet through here, and once the records
+/// have grown to a pass's rows, reading the next pass allocates nothing.
+#[derive(Debug, Default)]
+pub struct CachedRows {
+    records: Vec<csv::StringRecord>,
+    len: usize,
+}
+
+impl CachedRows {
+    /// Reads `bytes` in place of the rows read before; false (and no rows) where they are not
+    /// UTF-8 rows of [`N_COLUMNS`] fields each.
+    pub fn read(&mut self, bytes: &[u8]) -> bool {
+        self.len = 0;
+        let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
+        loop {
+            if self.len == self.records.len() {
+                self.records.push(csv::StringRecord::new());
+            }
+            match reader.read_record(&mut self.records[self.len]) {
+                Ok(true) if self.records[self.len].len() == N_COLUMNS => self.len += 1,
+                Ok(false) => return true,
+                Ok(true) | Err(_) => {
+                    self.len = 0;
+                    return false;
+                }
+            }
         }
-        rows.push(std::array::from_fn(|i| record[i].to_owned()));
     }
-    Some(rows)
+
+    /// The rows read last, each as its cells.
+    pub fn iter(&self) -> impl Iterator<Item = [&str; N_COLUMNS]> {
+        self.records[..self.len].iter().map(|record| std::array::from_fn(|i| &record[i]))
+    }
 }
 
 /// The whole file: header, then the rows of every pass given.

@@ -8,8 +8,9 @@
 //! column is the CSV's, typed (`analysis::leaderboard::COLUMN_TYPES`); an empty CSV field is a
 //! null. Text is as it was recorded: the CSV's guard against spreadsheets is the CSV's own.
 //!
-//! Rows are held a bounded number at a time ([`HELD_ROWS`]): when that many wait, the largest
-//! partitions are written out, so a partition's rows may be in several files. The export is
+//! Rows are held a bounded number at a time ([`HELD_ROWS`]), column by column as the files hold
+//! them (numbers parsed, a text the row before also held kept once): when that many wait, the
+//! largest partitions are written out, so a partition's rows may be in several files. The export is
 //! written into a new folder beside `DIR` and renamed to `DIR` when whole: an export cut short
 //! leaves no `DIR` to be read as a fleet's rows.
 
@@ -19,7 +20,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use analysis::leaderboard::{ColumnType, Row, COLUMNS, COLUMN_TYPES, ROWS_VERSION};
+use analysis::leaderboard::{CachedRows, ColumnType, COLUMNS, COLUMN_TYPES, N_COLUMNS, ROWS_VERSION};
 use anyhow::Context as _;
 use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
 use ::parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
@@ -34,7 +35,7 @@ use super::{for_each_pass, Options, Tally};
 const PARTITIONS: [usize; 2] = [1, 2];
 
 /// Rows held before the largest partitions are written out: a few hundred megabytes at most.
-pub const HELD_ROWS: usize = 1 << 17;
+pub const HELD_ROWS: usize = 1 << 19;
 
 /// The Hive name of a null partition value, which every reader above takes for one.
 const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
@@ -68,14 +69,20 @@ pub fn write(dirs: &[PathBuf], options: Options, out: &Path) -> anyhow::Result<(
         .tempdir_in(parent)
         .with_context(|| format!("making a folder in {}", parent.display()))?;
     let mut dataset = Dataset::new(partial.path(), HELD_ROWS);
+    let mut cached = CachedRows::default();
     let tally = for_each_pass(dirs, options, |pass| {
-        let rows = match recorded_rows(pass.rows) {
-            Some(rows) => rows,
-            // A cell that the spreadsheet guard may have changed: the rows as recorded come from
-            // the raw runs again, which say what the text was.
-            None => super::raw_rows(pass.dir)?,
-        };
-        dataset.hold(pass.dir, rows)
+        if cached.read(pass.rows) && cached.iter().all(|cells| analysis::leaderboard::recorded_as_is(&cells)) {
+            for cells in cached.iter() {
+                dataset.hold(pass.dir, &cells)?;
+            }
+        } else {
+            // A cell that the spreadsheet guard may have changed: the rows as recorded come
+            // from the raw runs again, which say what the text was.
+            for row in super::raw_rows(pass.dir)? {
+                dataset.hold(pass.dir, &row.each_ref().map(String::as_str))?;
+            }
+        }
+        dataset.write_largest_while_full()
     })?;
     dataset.write_all()?;
     let written = dataset.written;
@@ -85,70 +92,75 @@ pub fn write(dirs: &[PathBuf], options: Options, out: &Path) -> anyhow::Result<(
     Ok((tally, written))
 }
 
-/// The rows of a pass's CSV bytes as they were recorded, or `None` where a text cell cannot be
-/// told from its guarded form.
-fn recorded_rows(csv: &[u8]) -> Option<Vec<Row>> {
-    analysis::leaderboard::parse_csv_rows(csv)?.into_iter().map(analysis::leaderboard::from_spreadsheet).collect()
-}
-
 struct Dataset {
     root: PathBuf,
     /// Rows held before the largest partitions are written out ([`HELD_ROWS`]).
     limit: usize,
     /// Rows waiting, by partition (machine, engine).
-    held: BTreeMap<(String, String), Vec<Row>>,
+    held: BTreeMap<(String, String), Held>,
     n_held: usize,
+    /// The partition of the row held last: a pass's rows are mostly of one machine and engine.
+    last: Option<(String, String)>,
     written: Written,
     partitions: std::collections::BTreeSet<(String, String)>,
 }
 
 impl Dataset {
     fn new(root: &Path, limit: usize) -> Dataset {
-        Dataset { root: root.to_owned(), limit, held: BTreeMap::new(), n_held: 0, written: Written::default(), partitions: Default::default() }
+        Dataset {
+            root: root.to_owned(),
+            limit,
+            held: BTreeMap::new(),
+            n_held: 0,
+            last: None,
+            written: Written::default(),
+            partitions: Default::default(),
+        }
     }
 
-    fn hold(&mut self, dir: &Path, rows: Vec<Row>) -> anyhow::Result<()> {
-        let mut key: Option<(String, String)> = None;
-        for row in rows {
-            // A pass's rows are mostly of one machine and engine: the key is made again only
-            // when it changes.
-            let same = key.as_ref().is_some_and(|(m, e)| *m == row[PARTITIONS[0]] && *e == row[PARTITIONS[1]]);
-            if !same {
-                let new = (row[PARTITIONS[0]].clone(), row[PARTITIONS[1]].clone());
-                // Checked once per partition: the folder's name must be one the file system takes.
-                if !self.partitions.contains(&new) {
-                    folder(&new).with_context(|| format!("{}", dir.display()))?;
-                    self.partitions.insert(new.clone());
-                }
-                key = Some(new);
+    /// Holds one row of the pass in `dir`, each of its fields parsed to its column's type.
+    fn hold(&mut self, dir: &Path, cells: &[&str; N_COLUMNS]) -> anyhow::Result<()> {
+        let [machine, engine] = PARTITIONS.map(|i| cells[i]);
+        let same = self.last.as_ref().is_some_and(|(m, e)| m == machine && e == engine);
+        if !same {
+            let key = (machine.to_owned(), engine.to_owned());
+            // Checked once per partition: the folder's name must be one the file system takes.
+            if !self.partitions.contains(&key) {
+                folder(&key).with_context(|| format!("{}", dir.display()))?;
+                self.partitions.insert(key.clone());
             }
-            let key = key.as_ref().expect("made above");
-            match self.held.get_mut(key) {
-                Some(held) => held.push(row),
-                None => {
-                    self.held.insert(key.clone(), vec![row]);
-                }
-            }
-            self.n_held += 1;
+            self.last = Some(key);
         }
-        // The largest first: a partition that gathers many rows gets large files, and small
-        // ones wait for more.
+        let key = self.last.as_ref().expect("set above");
+        if !self.held.contains_key(key) {
+            self.held.insert(key.clone(), Held::default());
+        }
+        let held = self.held.get_mut(key).expect("inserted above");
+        held.push(cells).with_context(|| format!("{}", dir.display()))?;
+        self.n_held += 1;
+        Ok(())
+    }
+
+    /// The largest partitions written out while [`HELD_ROWS`] rows or more wait: a partition
+    /// that gathers many rows gets large files, and small ones wait for more.
+    fn write_largest_while_full(&mut self) -> anyhow::Result<()> {
         while self.n_held >= self.limit {
-            let largest = self.held.iter().max_by_key(|(_, rows)| rows.len()).map(|(k, _)| k.clone()).expect("rows are held");
+            let largest = self.held.iter().max_by_key(|(_, held)| held.rows).map(|(k, _)| k.clone()).expect("rows are held");
             self.write_partition(&largest)?;
         }
         Ok(())
     }
 
     fn write_partition(&mut self, key: &(String, String)) -> anyhow::Result<()> {
-        let mut rows = self.held.remove(key).unwrap_or_default();
-        self.n_held -= rows.len();
+        let held = self.held.remove(key).unwrap_or_default();
+        self.n_held -= held.rows;
         let dir = self.root.join(folder(key)?);
         std::fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
         let path = dir.join(format!("part-{:05}.parquet", self.written.files));
-        write_file(&path, &mut rows).with_context(|| format!("writing {}", path.display()))?;
+        let rows = held.rows;
+        write_file(&path, held).with_context(|| format!("writing {}", path.display()))?;
         self.written.files += 1;
-        self.written.rows += rows.len();
+        self.written.rows += rows;
         Ok(())
     }
 
@@ -158,6 +170,106 @@ impl Dataset {
             self.write_partition(&key)?;
         }
         self.written.partitions = self.partitions.len();
+        Ok(())
+    }
+}
+
+/// One partition's rows, column by column as its file holds them.
+struct Held {
+    rows: usize,
+    /// One for each of [`file_columns`], in order.
+    columns: Vec<HeldColumn>,
+}
+
+struct HeldColumn {
+    /// Definition levels: 1 where the row has a value, 0 for a null (an empty field).
+    defined: Vec<i16>,
+    values: Values,
+}
+
+/// A column's values, nulls left out.
+enum Values {
+    Text(Texts),
+    Integer(Vec<i64>),
+    Decimal(Vec<f64>),
+}
+
+/// A text column's values: their bytes one after another, each value kept once for a run of
+/// rows that repeat it (a pass's rows repeat their pass id, machine facts, hashes and units),
+/// and for each row the run it is in. The file's values are slices of the one buffer.
+#[derive(Default)]
+struct Texts {
+    bytes: Vec<u8>,
+    /// Each run's value, as its range in `bytes`.
+    runs: Vec<(usize, usize)>,
+    /// Each value's run: a partition holds fewer than [`HELD_ROWS`] rows and one pass's, far
+    /// fewer than 2³² runs.
+    values: Vec<u32>,
+}
+
+impl Texts {
+    fn push(&mut self, text: &str) {
+        let same = self.runs.last().is_some_and(|&(start, end)| self.bytes[start..end] == *text.as_bytes());
+        if !same {
+            let start = self.bytes.len();
+            self.bytes.extend_from_slice(text.as_bytes());
+            self.runs.push((start, self.bytes.len()));
+        }
+        let run = u32::try_from(self.runs.len() - 1).expect("fewer than 2³² rows are held");
+        self.values.push(run);
+    }
+
+    /// The values as the writer takes them: slices of one buffer, no text copied.
+    fn into_byte_arrays(self) -> Vec<ByteArray> {
+        let bytes = bytes::Bytes::from(self.bytes);
+        let runs: Vec<ByteArray> = self.runs.iter().map(|&(start, end)| ByteArray::from(bytes.slice(start..end))).collect();
+        self.values.iter().map(|&run| runs[run as usize].clone()).collect()
+    }
+}
+
+impl Default for Held {
+    fn default() -> Held {
+        let columns = file_columns()
+            .map(|i| HeldColumn {
+                defined: Vec::new(),
+                values: match COLUMN_TYPES[i] {
+                    ColumnType::Text => Values::Text(Texts::default()),
+                    ColumnType::Integer => Values::Integer(Vec::new()),
+                    ColumnType::Decimal => Values::Decimal(Vec::new()),
+                },
+            })
+            .collect();
+        Held { rows: 0, columns }
+    }
+}
+
+impl Held {
+    /// Adds a row; a field that is not its column's type adds nothing and is the error.
+    fn push(&mut self, cells: &[&str; N_COLUMNS]) -> anyhow::Result<()> {
+        let number = |i: usize| format!("column `{}`: `{}` is not a number", COLUMNS[i], harness::progress::printable(cells[i]));
+        // Parsed before any column grows, so that a row is held whole or not at all.
+        let mut integers = [0i64; N_COLUMNS];
+        let mut decimals = [0f64; N_COLUMNS];
+        for i in file_columns().filter(|&i| !cells[i].is_empty()) {
+            match COLUMN_TYPES[i] {
+                ColumnType::Text => {}
+                ColumnType::Integer => integers[i] = cells[i].parse().with_context(|| number(i))?,
+                ColumnType::Decimal => decimals[i] = cells[i].parse().with_context(|| number(i))?,
+            }
+        }
+        for (column, i) in self.columns.iter_mut().zip(file_columns()) {
+            let cell = cells[i];
+            column.defined.push(i16::from(!cell.is_empty()));
+            if cell.is_empty() {
+                continue;
+            }
+            match &mut column.values {
+                Values::Text(texts) => texts.push(cell),
+                Values::Integer(values) => values.push(integers[i]),
+                Values::Decimal(values) => values.push(decimals[i]),
+            }
+        }
+        self.rows += 1;
         Ok(())
     }
 }
@@ -231,33 +343,20 @@ fn properties() -> WriterProperties {
         .build()
 }
 
-/// One file of `rows`, one row group. Text is moved out of the rows into the file's values,
-/// not copied: the rows are not read again.
-fn write_file(path: &Path, rows: &mut [Row]) -> anyhow::Result<()> {
+/// One file of a partition's rows, one row group.
+fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
     let file = File::create_new(path)?;
     let mut writer = SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema()?), Arc::new(properties()))?;
     let mut group = writer.next_row_group()?;
-    let mut columns = file_columns();
+    let mut columns = held.columns.into_iter();
     while let Some(mut column) = group.next_column()? {
-        let i = columns.next().expect("the schema has a field per file column");
-        // Definition levels: 1 where the row has a value, 0 for a null.
-        let defined: Vec<i16> = rows.iter().map(|r| i16::from(!r[i].is_empty())).collect();
-        let number = |v: &str| format!("column `{}`: `{}` is not a number", COLUMNS[i], harness::progress::printable(v));
-        match COLUMN_TYPES[i] {
-            ColumnType::Text => {
-                let values: Vec<ByteArray> =
-                    rows.iter_mut().filter(|r| !r[i].is_empty()).map(|r| ByteArray::from(std::mem::take(&mut r[i]).into_bytes())).collect();
-                column.typed::<ByteArrayType>().write_batch(&values, Some(&defined), None)?;
-            }
-            ColumnType::Integer => {
-                let values = present(rows, i).map(|v| v.parse::<i64>().with_context(|| number(v))).collect::<anyhow::Result<Vec<_>>>()?;
-                column.typed::<Int64Type>().write_batch(&values, Some(&defined), None)?;
-            }
-            ColumnType::Decimal => {
-                let values = present(rows, i).map(|v| v.parse::<f64>().with_context(|| number(v))).collect::<anyhow::Result<Vec<_>>>()?;
-                column.typed::<DoubleType>().write_batch(&values, Some(&defined), None)?;
-            }
-        }
+        let held = columns.next().expect("the schema has a field per file column");
+        let defined = Some(held.defined.as_slice());
+        match held.values {
+            Values::Text(texts) => column.typed::<ByteArrayType>().write_batch(&texts.into_byte_arrays(), defined, None)?,
+            Values::Integer(values) => column.typed::<Int64Type>().write_batch(&values, defined, None)?,
+            Values::Decimal(values) => column.typed::<DoubleType>().write_batch(&values, defined, None)?,
+        };
         column.close()?;
     }
     group.close()?;
@@ -265,19 +364,24 @@ fn write_file(path: &Path, rows: &mut [Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Column `i`'s values, the nulls (empty fields) left out.
-fn present(rows: &[Row], i: usize) -> impl Iterator<Item = &str> {
-    rows.iter().map(move |r| r[i].as_str()).filter(|v| !v.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use analysis::leaderboard::Row;
 
     fn row(machine: &str, engine: &str, median: &str) -> Row {
         let mut row: Row = std::array::from_fn(|_| String::new());
         (row[0], row[1], row[2], row[12], row[15]) = ("p".into(), machine.into(), engine.into(), median.into(), "3".into());
         row
+    }
+
+    /// Holds a pass's rows as the export does: whole, then the largest partitions written
+    /// while full.
+    fn hold(dataset: &mut Dataset, dir: &Path, rows: Vec<Row>) -> anyhow::Result<()> {
+        for row in &rows {
+            dataset.hold(dir, &row.each_ref().map(String::as_str))?;
+        }
+        dataset.write_largest_while_full()
     }
 
     fn rows_in(path: &Path) -> i64 {
@@ -293,10 +397,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let mut dataset = Dataset::new(tmp.path(), 4);
         let dir = Path::new("pass");
-        dataset.hold(dir, vec![row("a", "x", "1.000"), row("a", "x", "2.000"), row("b", "x", "3.000")]).unwrap();
+        hold(&mut dataset, dir, vec![row("a", "x", "1.000"), row("a", "x", "2.000"), row("b", "x", "3.000")]).unwrap();
         assert_eq!(dataset.written.files, 0);
         // The fourth row: a/x (2 rows, the largest) is written, then b/x and b/y are held.
-        dataset.hold(dir, vec![row("b", "y", "4.000")]).unwrap();
+        hold(&mut dataset, dir, vec![row("b", "y", "4.000")]).unwrap();
         assert_eq!((dataset.written.files, dataset.written.rows, dataset.n_held), (1, 2, 2));
         dataset.write_all().unwrap();
         assert_eq!(dataset.written, Written { rows: 4, files: 3, partitions: 3 });
@@ -309,16 +413,16 @@ mod tests {
     fn a_field_that_is_not_its_columns_type_stops_the_export() {
         let tmp = tempfile::tempdir().unwrap();
         let mut dataset = Dataset::new(tmp.path(), 4);
-        dataset.hold(Path::new("pass"), vec![row("a", "x", "fast")]).unwrap();
-        let error = format!("{:#}", dataset.write_all().unwrap_err());
-        assert!(error.contains("column `median`: `fast` is not a number"), "{error}");
+        let error = format!("{:#}", hold(&mut dataset, Path::new("data/passes/p"), vec![row("a", "x", "fast")]).unwrap_err());
+        assert_eq!(error, "data/passes/p: column `median`: `fast` is not a number: invalid float literal");
+        assert_eq!(dataset.n_held, 0, "a row is held whole or not at all");
     }
 
     #[test]
     fn a_name_too_long_for_a_folder_names_its_pass() {
         let tmp = tempfile::tempdir().unwrap();
         let mut dataset = Dataset::new(tmp.path(), 4);
-        let error = format!("{:#}", dataset.hold(Path::new("data/passes/p"), vec![row(&"é".repeat(60), "x", "1.000")]).unwrap_err());
+        let error = format!("{:#}", hold(&mut dataset, Path::new("data/passes/p"), vec![row(&"é".repeat(60), "x", "1.000")]).unwrap_err());
         assert!(error.starts_with("data/passes/p: its machine"), "{error}");
         assert!(error.contains("too long to name a partition folder (368 bytes encoded; at most 255)"), "{error}");
     }
