@@ -315,12 +315,6 @@ pub fn for_spreadsheet(mut row: Row) -> Row {
     row
 }
 
-/// The row [`for_spreadsheet`] was given, from what it made, or `None` where that cannot be
-/// told ([`recorded_as_is`]).
-pub fn from_spreadsheet(row: Row) -> Option<Row> {
-    recorded_as_is(&row.each_ref().map(String::as_str)).then_some(row)
-}
-
 /// Whether the cells of a row as the CSV holds them are the cells as recorded: false where a
 /// cell starts with `'` and a formula character, which was either guarded or written so by its
 /// engine or user (`-beta` and `'-beta` are both written `'-beta`). Every other cell is as
@@ -447,6 +441,10 @@ mod tests {
         assert!(SPREADSHEET_TEXT.iter().all(|&i| COLUMN_TYPES[i] == ColumnType::Text));
     }
 
+    fn cells(row: &Row) -> [&str; N_COLUMNS] {
+        row.each_ref().map(String::as_str)
+    }
+
     #[test]
     fn a_guarded_row_reads_back_unless_it_cannot_be_told() {
         let mut row: Row = std::array::from_fn(|_| String::new());
@@ -455,10 +453,12 @@ mod tests {
         let guarded = for_spreadsheet(row.clone());
         assert_eq!(guarded[3], "'-beta");
         // Guarded or written so by its engine: both read `'-beta`, so neither is guessed.
-        assert_eq!(from_spreadsheet(guarded), None);
-        row[3] = "'quoted".into();
-        assert_eq!(from_spreadsheet(for_spreadsheet(row.clone())), Some(row.clone()));
-        row[3] = "1.2.3".into();
-        assert_eq!(from_spreadsheet(for_spreadsheet(row.clone())), Some(row));
+        assert!(!recorded_as_is(&cells(&guarded)));
+        for text in ["'quoted", "1.2.3"] {
+            row[3] = text.into();
+            let written = for_spreadsheet(row.clone());
+            assert!(recorded_as_is(&cells(&written)), "{text}");
+            assert_eq!(written, row, "{text} is written as it was recorded");
+        }
     }
 }
