@@ -358,39 +358,134 @@ pub fn parse_csv_rows(bytes: &[u8]) -> Option<Vec<Row>> {
     rows.read(bytes).then(|| rows.iter().map(|cells| cells.map(str::to_owned)).collect())
 }
 
-/// A cache's rows (`csv_rows`'s bytes), read into records that are kept from one pass to the
-/// next: the Parquet export reads every row of a fleet through here, and once the records
-/// have grown to a pass's rows, reading the next pass allocates nothing.
-#[derive(Debug, Default)]
+/// Rows as a cache holds them, parsed: every field a slice of one text.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CsvRows {
+    /// Every field, unquoted, one after another.
+    text: String,
+    /// Where each field ends in `text`, [`N_COLUMNS`] a row.
+    ends: Vec<usize>,
+}
+
+impl CsvRows {
+    /// Rows worked out here (from a pass's raw runs), held as a cache's are read.
+    pub fn from_rows(rows: &[Row]) -> CsvRows {
+        let mut held = CsvRows::default();
+        for field in rows.iter().flatten() {
+            held.text.push_str(field);
+            held.ends.push(held.text.len());
+        }
+        held
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len() / N_COLUMNS
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Row `r`'s cells.
+    pub fn row(&self, r: usize) -> [&str; N_COLUMNS] {
+        let ends = &self.ends[r * N_COLUMNS..][..N_COLUMNS];
+        let mut start = if r == 0 { 0 } else { self.ends[r * N_COLUMNS - 1] };
+        std::array::from_fn(|i| {
+            let field = &self.text[start..ends[i]];
+            start = ends[i];
+            field
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = [&str; N_COLUMNS]> {
+        (0..self.len()).map(|r| self.row(r))
+    }
+}
+
+/// A cache's rows (`csv_rows`'s bytes), read with one parser from one pass to the next (it is
+/// reset, not built again: building one costs more than reading a pass's rows), into buffers
+/// that are kept too. The Parquet export reads every row of a fleet through here.
+#[derive(Debug)]
 pub struct CachedRows {
-    records: Vec<csv::StringRecord>,
-    len: usize,
+    reader: csv_core::Reader,
+    rows: CsvRows,
+}
+
+impl Default for CachedRows {
+    fn default() -> CachedRows {
+        // csv_core's defaults are the csv crate's: `,`, `"` doubled, any line ending.
+        CachedRows { reader: csv_core::Reader::new(), rows: CsvRows::default() }
+    }
 }
 
 impl CachedRows {
     /// Reads `bytes` in place of the rows read before; false (and no rows) where they are not
     /// UTF-8 rows of [`N_COLUMNS`] fields each.
     pub fn read(&mut self, bytes: &[u8]) -> bool {
-        self.len = 0;
-        let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
+        let read = self.parse(bytes);
+        if !read {
+            self.rows.text.clear();
+            self.rows.ends.clear();
+        }
+        read
+    }
+
+    fn parse(&mut self, mut input: &[u8]) -> bool {
+        use csv_core::ReadRecordResult;
+        self.reader.reset();
+        self.rows.ends.clear();
+        let mut out = std::mem::take(&mut self.rows.text).into_bytes();
+        out.clear();
+        // Unquoting only takes bytes out: the fields fit in the length of the input.
+        out.resize(input.len(), 0);
+        let (mut written, mut row_start) = (0, 0);
+        // One more than a row has: a row with too many fields fills it.
+        let mut ends = [0usize; N_COLUMNS + 1];
+        let mut fields = 0;
         loop {
-            if self.len == self.records.len() {
-                self.records.push(csv::StringRecord::new());
-            }
-            match reader.read_record(&mut self.records[self.len]) {
-                Ok(true) if self.records[self.len].len() == N_COLUMNS => self.len += 1,
-                Ok(false) => return true,
-                Ok(true) | Err(_) => {
-                    self.len = 0;
-                    return false;
+            let (result, n_in, n_out, n_ends) = self.reader.read_record(input, &mut out[written..], &mut ends[fields..]);
+            input = &input[n_in..];
+            written += n_out;
+            fields += n_ends;
+            match result {
+                // The next call, with no input left, ends the last row.
+                ReadRecordResult::InputEmpty => {}
+                ReadRecordResult::Record => {
+                    if fields != N_COLUMNS {
+                        return false;
+                    }
+                    // A row's ends are counted from where the row starts.
+                    self.rows.ends.extend(ends[..N_COLUMNS].iter().map(|end| row_start + end));
+                    row_start = written;
+                    fields = 0;
                 }
+                ReadRecordResult::End => break,
+                // More fields than a row has; or (it cannot be, see above) no room left.
+                ReadRecordResult::OutputEndsFull | ReadRecordResult::OutputFull => return false,
             }
         }
+        out.truncate(written);
+        match String::from_utf8(out) {
+            Ok(text) => self.rows.text = text,
+            Err(_) => return false,
+        }
+        // Whole, the fields are UTF-8; each is where none ends inside a character.
+        self.rows.ends.iter().all(|&end| self.rows.text.is_char_boundary(end))
+    }
+
+    /// The rows read last.
+    pub fn rows(&self) -> &CsvRows {
+        &self.rows
+    }
+
+    /// The rows read last, taken out: the next read starts new buffers.
+    pub fn take(&mut self) -> CsvRows {
+        std::mem::take(&mut self.rows)
     }
 
     /// The rows read last, each as its cells.
     pub fn iter(&self) -> impl Iterator<Item = [&str; N_COLUMNS]> {
-        self.records[..self.len].iter().map(|record| std::array::from_fn(|i| &record[i]))
+        self.rows.iter()
     }
 }
 
@@ -429,6 +524,61 @@ mod tests {
         let mut not_utf8 = csv_records([row("x")]);
         not_utf8[0] = 0xff;
         assert_eq!(parse_csv_rows(&not_utf8), None);
+    }
+
+    /// One reader, reset from input to input, reads each as a new csv crate reader does (the
+    /// crate the caches are written with): the same rows, or none where that reader would
+    /// find a row of another length or a field that is not UTF-8.
+    #[test]
+    fn one_reader_reads_every_input_as_a_new_csv_reader_does() {
+        fn csv_crate(bytes: &[u8]) -> Option<Vec<Row>> {
+            let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
+            let mut rows = Vec::new();
+            for record in reader.records() {
+                let record = record.ok()?;
+                if record.len() != N_COLUMNS {
+                    return None;
+                }
+                rows.push(std::array::from_fn(|i| record[i].to_owned()));
+            }
+            Some(rows)
+        }
+        let line = |first: &str| -> Vec<u8> {
+            let mut line = first.as_bytes().to_vec();
+            for i in 1..N_COLUMNS {
+                line.extend_from_slice(format!(",f{i}").as_bytes());
+            }
+            line
+        };
+        let with = |parts: &[&[u8]]| parts.concat();
+        let inputs: Vec<Vec<u8>> = vec![
+            with(&[&line("a"), b"\n", &line("b"), b"\n"]),
+            with(&[&line("short"), b",x\n"]),
+            with(&[&line("no end of line")]),
+            b"".to_vec(),
+            with(&[&line("crlf"), b"\r\n", &line("cr"), b"\r"]),
+            with(&[b"\n\n", &line("after blank lines"), b"\n\n"]),
+            with(&[b"\xef\xbb\xbf", &line("after a byte-order mark"), b"\n"]),
+            with(&[&line("\"quoted, \"\"twice\"\"\nover lines\""), b"\n"]),
+            // "é" split by a comma: whole, the fields' bytes are UTF-8; one by one, they are not.
+            with(&[b"\xc3,\xa9", &line("")[3..], b"\n"]),
+            with(&[&line("\u{e9}t\u{e9}"), b"\n"]),
+            with(&[&line("unterminated \"quote")]),
+            b"a,b\n".to_vec(),
+            with(&[&line("\"\""), b"\n", &line("a"), b"\n"]),
+        ];
+        let mut reader = CachedRows::default();
+        for input in inputs.iter().chain(inputs.iter().rev()) {
+            let read = reader.read(input).then(|| reader.iter().map(|cells| cells.map(str::to_owned)).collect::<Vec<Row>>());
+            assert_eq!(read, csv_crate(input), "{:?}", String::from_utf8_lossy(input));
+            if read.is_none() {
+                assert!(reader.rows().is_empty(), "no rows are left from an input that is not rows");
+            }
+        }
+        // Rows worked out here are held as the same rows read back.
+        let rows: Vec<Row> = vec![std::array::from_fn(|i| format!("x{i}")), std::array::from_fn(|_| String::new())];
+        assert!(reader.read(&csv_records(rows.clone())));
+        assert_eq!(*reader.rows(), CsvRows::from_rows(&rows));
     }
 
     #[test]

@@ -52,6 +52,20 @@ pub fn for_each_pass(
     options: Options,
     mut sink: impl FnMut(PassRows<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Tally> {
+    for_each_pass_prepared(dirs, options, || (), |_, _| (), |pass, ()| sink(pass))
+}
+
+/// As [`for_each_pass`], with `prepare` run over each pass's rows on every core before `sink`
+/// takes the pass and what `prepare` made of it, in the order of `dirs`: the work on a pass
+/// that needs nothing of the passes before it (parsing its rows) is not left to the one
+/// thread that runs `sink`. Each worker has a `state` of its own, kept from pass to pass.
+pub fn for_each_pass_prepared<S, T: Send>(
+    dirs: &[PathBuf],
+    options: Options,
+    state: impl Fn() -> S + Sync,
+    prepare: impl Fn(&mut S, PassRows<'_>) -> T + Sync,
+    mut sink: impl FnMut(PassRows<'_>, T) -> anyhow::Result<()>,
+) -> anyhow::Result<Tally> {
     for dir in dirs {
         if let Some(message) = harness::pass::listing::not_a_pass(dir) {
             anyhow::bail!(message);
@@ -63,8 +77,14 @@ pub fn for_each_pass(
     };
     let mut seen = HashSet::new();
     for slice in dirs.chunks(SLICE) {
-        let cached = in_parallel(slice, |dir| leaderboard_cache::read(dir, ROWS_VERSION));
-        let mut found: Vec<Option<Cached>> = cached.into_iter().map(Result::ok).collect();
+        // A cache is prepared where it is read, on the same worker.
+        let read = in_parallel(slice, &state, |state, dir| {
+            let cached = leaderboard_cache::read(dir, ROWS_VERSION).ok()?;
+            let prepared = prepare(state, PassRows { dir, rows: &cached.rows });
+            Some((cached, prepared))
+        });
+        let (mut found, mut prepared): (Vec<Option<Cached>>, Vec<Option<T>>) =
+            read.into_iter().map(|r| r.map_or((None, None), |(c, p)| (Some(c), Some(p)))).unzip();
         let from_runs: Vec<usize> = (0..slice.len())
             .filter(|&i| options.verify || found[i].is_none())
             .collect();
@@ -93,10 +113,20 @@ pub fn for_each_pass(
                         tally.caches_written += 1;
                     }
                 }
+                // What was prepared from the cache is not of these rows.
+                prepared[*i] = None;
             }
             found[*i] = Some(made.cached);
         }
-        for (dir, cached) in slice.iter().zip(found) {
+        let unprepared: Vec<usize> = (0..slice.len()).filter(|&i| prepared[i].is_none()).collect();
+        let late = in_parallel(&unprepared, &state, |state, &i| {
+            let cached = found[i].as_ref().expect("every pass is cached or worked out");
+            prepare(state, PassRows { dir: &slice[i], rows: &cached.rows })
+        });
+        for (i, p) in unprepared.into_iter().zip(late) {
+            prepared[i] = Some(p);
+        }
+        for ((dir, cached), prepared) in slice.iter().zip(found).zip(prepared) {
             let cached = cached.expect("every pass is cached or worked out");
             crate::warn_notes(dir, &cached.damage);
             anyhow::ensure!(
@@ -105,10 +135,14 @@ pub fn for_each_pass(
                 dir.display(),
                 cached.pass_id
             );
-            sink(PassRows {
-                dir,
-                rows: &cached.rows,
-            })?;
+            let prepared = prepared.expect("every pass is prepared");
+            sink(
+                PassRows {
+                    dir,
+                    rows: &cached.rows,
+                },
+                prepared,
+            )?;
         }
     }
     tally.from_cache = tally.passes - tally.from_runs;
@@ -165,22 +199,32 @@ fn raw_rows(dir: &Path) -> anyhow::Result<Vec<analysis::leaderboard::Row>> {
     Ok(analysis::leaderboard::rows(&analysis::cells::summarize(pass)?))
 }
 
-/// `f` over `items` on every core, in order.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+/// `f` over `items` on every core, in order; each worker thread has a `state` of its own.
+fn in_parallel<T: Sync, S, R: Send>(
+    items: &[T],
+    state: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
+    if items.is_empty() {
+        return Vec::new();
+    }
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(items.len().max(1));
+        .min(items.len());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let r = f(item);
-                results.lock().expect("no worker panics holding the lock")[i] = Some(r);
+            scope.spawn(|| {
+                let mut state = state();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let r = f(&mut state, item);
+                    results.lock().expect("no worker panics holding the lock")[i] = Some(r);
+                }
             });
         }
     });

@@ -10,8 +10,10 @@
 //!
 //! Rows are held a bounded number at a time ([`HELD_ROWS`]), column by column as the files hold
 //! them (numbers parsed, a text the row before also held kept once): when that many wait, the
-//! largest partitions are written out, so a partition's rows may be in several files. The files
-//! are encoded on a thread of their own ([`Writer`]) while the rows that follow are held. The
+//! largest partitions are written out, so a partition's rows may be in several files. Each
+//! pass's rows are parsed and held on every core ([`pass_held`], beside the read of its cache),
+//! and taken in the passes' order; the files are encoded on a thread of their own ([`Writer`])
+//! while the rows that follow are held. The
 //! export is written into a new folder beside `DIR` and renamed to `DIR` when whole: an export
 //! cut short leaves no `DIR` to be read as a fleet's rows.
 
@@ -21,7 +23,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use analysis::leaderboard::{CachedRows, ColumnType, COLUMNS, COLUMN_TYPES, N_COLUMNS, ROWS_VERSION};
+use analysis::leaderboard::{CachedRows, CsvRows, ColumnType, COLUMNS, COLUMN_TYPES, N_COLUMNS, ROWS_VERSION};
 use anyhow::Context as _;
 use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
 use ::parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
@@ -30,7 +32,7 @@ use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::Type;
 
-use super::{for_each_pass, Options, Tally};
+use super::{for_each_pass_prepared, Options, PassRows, Tally};
 
 /// The partition columns, in the order of the folders.
 const PARTITIONS: [usize; 2] = [1, 2];
@@ -43,6 +45,68 @@ const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// The longest file name most file systems take.
 const MAX_NAME_BYTES: usize = 255;
+
+/// A partition: its machine and engine.
+type Key = (String, String);
+
+/// One pass's rows as the export takes them, worked out on any core: parsed, checked, and
+/// their numbers parsed to their columns' types.
+struct ParsedPass {
+    rows: CsvRows,
+    /// Each row's values of its number columns, in the columns' order (0 for an empty field).
+    numbers: Vec<Number>,
+}
+
+/// A value of an integer or a decimal column.
+#[derive(Clone, Copy)]
+enum Number {
+    Integer(i64),
+    Decimal(f64),
+}
+
+/// How many of the file's columns hold numbers.
+const N_NUMBERS: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < N_COLUMNS {
+        if !matches!(COLUMN_TYPES[i], ColumnType::Text) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+impl ParsedPass {
+    /// `rows` checked and their numbers parsed: a field that is not its column's type is the
+    /// error, naming its column.
+    fn new(rows: CsvRows) -> anyhow::Result<ParsedPass> {
+        let mut numbers = Vec::with_capacity(rows.len() * N_NUMBERS);
+        for cells in rows.iter() {
+            for (i, cell) in cells.iter().enumerate() {
+                let number = || format!("column `{}`: `{}` is not a number", COLUMNS[i], harness::progress::printable(cell));
+                let empty = cell.is_empty();
+                match COLUMN_TYPES[i] {
+                    ColumnType::Text => {}
+                    ColumnType::Integer => numbers.push(Number::Integer(if empty { 0 } else { cell.parse().with_context(number)? })),
+                    ColumnType::Decimal => numbers.push(Number::Decimal(if empty { 0.0 } else { cell.parse().with_context(number)? })),
+                }
+            }
+        }
+        Ok(ParsedPass { rows, numbers })
+    }
+}
+
+/// The rows of one pass, from its cache where every cell there is the cell as recorded, and
+/// otherwise from its raw runs.
+fn parse_pass(parsed: &mut CachedRows, pass: PassRows<'_>) -> anyhow::Result<ParsedPass> {
+    if parsed.read(pass.rows) && parsed.iter().all(|cells| analysis::leaderboard::recorded_as_is(&cells)) {
+        return ParsedPass::new(parsed.take());
+    }
+    // A cell that the spreadsheet guard may have changed: the rows as recorded come from the
+    // raw runs again, which say what the text was.
+    ParsedPass::new(CsvRows::from_rows(&super::raw_rows(pass.dir)?))
+}
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,19 +136,10 @@ pub fn write(dirs: &[PathBuf], options: Options, out: &Path) -> anyhow::Result<(
     // Made after `partial`, so dropped before it: on an error, the files queued are written
     // (or fail) before the folder they go in is removed.
     let mut dataset = Dataset::new(partial.path(), HELD_ROWS)?;
-    let mut cached = CachedRows::default();
-    let tally = for_each_pass(dirs, options, |pass| {
-        if cached.read(pass.rows) && cached.iter().all(|cells| analysis::leaderboard::recorded_as_is(&cells)) {
-            for cells in cached.iter() {
-                dataset.hold(pass.dir, &cells)?;
-            }
-        } else {
-            // A cell that the spreadsheet guard may have changed: the rows as recorded come
-            // from the raw runs again, which say what the text was.
-            for row in super::raw_rows(pass.dir)? {
-                dataset.hold(pass.dir, &row.each_ref().map(String::as_str))?;
-            }
-        }
+    // Each pass's rows are parsed and held on every core; the dataset takes them in order.
+    let tally = for_each_pass_prepared(dirs, options, CachedRows::default, parse_pass, |pass, parsed| {
+        let parsed = parsed.with_context(|| format!("{}", pass.dir.display()))?;
+        dataset.take(pass.dir, &parsed)?;
         dataset.write_largest_while_full()
     })?;
     dataset.write_all()?;
@@ -99,14 +154,12 @@ struct Dataset {
     root: PathBuf,
     /// Rows held before the largest partitions are written out ([`HELD_ROWS`]).
     limit: usize,
-    /// Rows waiting, by partition (machine, engine).
-    held: BTreeMap<(String, String), Held>,
+    /// Rows waiting, by partition.
+    held: BTreeMap<Key, Held>,
     n_held: usize,
-    /// The partition of the row held last: a pass's rows are mostly of one machine and engine.
-    last: Option<(String, String)>,
     /// What has been handed to `writer`; the export's figures once `write_all` returns.
     written: Written,
-    partitions: std::collections::BTreeSet<(String, String)>,
+    partitions: std::collections::BTreeSet<Key>,
     writer: Writer,
 }
 
@@ -117,33 +170,35 @@ impl Dataset {
             limit,
             held: BTreeMap::new(),
             n_held: 0,
-            last: None,
             written: Written::default(),
             partitions: Default::default(),
             writer: Writer::start()?,
         })
     }
 
-    /// Holds one row of the pass in `dir`, each of its fields parsed to its column's type.
-    fn hold(&mut self, dir: &Path, cells: &[&str; N_COLUMNS]) -> anyhow::Result<()> {
-        let [machine, engine] = PARTITIONS.map(|i| cells[i]);
-        let same = self.last.as_ref().is_some_and(|(m, e)| m == machine && e == engine);
-        if !same {
-            let key = (machine.to_owned(), engine.to_owned());
+    /// Holds the rows of the pass in `dir`, after the rows of the passes before it.
+    fn take(&mut self, dir: &Path, pass: &ParsedPass) -> anyhow::Result<()> {
+        let mut rows = pass.rows.iter().zip(pass.numbers.chunks_exact(N_NUMBERS)).peekable();
+        // A run of rows of one partition at a time: a pass's rows are mostly of one machine
+        // and engine.
+        while let Some((cells, numbers)) = rows.next() {
+            let key = (cells[PARTITIONS[0]].to_owned(), cells[PARTITIONS[1]].to_owned());
             // Checked once per partition: the folder's name must be one the file system takes.
             if !self.partitions.contains(&key) {
                 folder(&key).with_context(|| format!("{}", dir.display()))?;
                 self.partitions.insert(key.clone());
             }
-            self.last = Some(key);
+            let same = |(cells, _): &([&str; N_COLUMNS], &[Number])| cells[PARTITIONS[0]] == key.0 && cells[PARTITIONS[1]] == key.1;
+            let mut run = vec![(cells, numbers)];
+            while let Some(row) = rows.next_if(same) {
+                run.push(row);
+            }
+            let held = self.held.entry(key).or_default();
+            for (cells, numbers) in &run {
+                held.push(cells, numbers);
+            }
+            self.n_held += run.len();
         }
-        let key = self.last.as_ref().expect("set above");
-        if !self.held.contains_key(key) {
-            self.held.insert(key.clone(), Held::default());
-        }
-        let held = self.held.get_mut(key).expect("inserted above");
-        held.push(cells).with_context(|| format!("{}", dir.display()))?;
-        self.n_held += 1;
         Ok(())
     }
 
@@ -157,7 +212,7 @@ impl Dataset {
         Ok(())
     }
 
-    fn write_partition(&mut self, key: &(String, String)) -> anyhow::Result<()> {
+    fn write_partition(&mut self, key: &Key) -> anyhow::Result<()> {
         let held = self.held.remove(key).unwrap_or_default();
         self.n_held -= held.rows;
         let dir = self.root.join(folder(key)?);
@@ -304,38 +359,33 @@ impl Default for Held {
 }
 
 impl Held {
-    /// Adds a row; a field that is not its column's type adds nothing and is the error.
-    fn push(&mut self, cells: &[&str; N_COLUMNS]) -> anyhow::Result<()> {
-        let number = |i: usize| format!("column `{}`: `{}` is not a number", COLUMNS[i], harness::progress::printable(cells[i]));
-        // Parsed before any column grows, so that a row is held whole or not at all.
-        let mut integers = [0i64; N_COLUMNS];
-        let mut decimals = [0f64; N_COLUMNS];
-        for i in file_columns().filter(|&i| !cells[i].is_empty()) {
-            match COLUMN_TYPES[i] {
-                ColumnType::Text => {}
-                ColumnType::Integer => integers[i] = cells[i].parse().with_context(|| number(i))?,
-                ColumnType::Decimal => decimals[i] = cells[i].parse().with_context(|| number(i))?,
-            }
-        }
-        for (column, i) in self.columns.iter_mut().zip(file_columns()) {
-            let cell = cells[i];
+    /// Adds a row: its cells, and its numbers as [`ParsedPass`] parsed them.
+    fn push(&mut self, cells: &[&str; N_COLUMNS], numbers: &[Number]) {
+        let mut numbers = numbers.iter();
+        for (i, cell) in cells.iter().enumerate() {
+            let number = match COLUMN_TYPES[i] {
+                ColumnType::Text => None,
+                ColumnType::Integer | ColumnType::Decimal => numbers.next().copied(),
+            };
+            let Some(at) = file_column(i) else { continue };
+            let column = &mut self.columns[at];
             column.defined.push(i16::from(!cell.is_empty()));
             if cell.is_empty() {
                 continue;
             }
-            match &mut column.values {
-                Values::Text(texts) => texts.push(cell),
-                Values::Integer(values) => values.push(integers[i]),
-                Values::Decimal(values) => values.push(decimals[i]),
+            match (&mut column.values, number) {
+                (Values::Text(texts), _) => texts.push(cell),
+                (Values::Integer(values), Some(Number::Integer(n))) => values.push(n),
+                (Values::Decimal(values), Some(Number::Decimal(n))) => values.push(n),
+                _ => unreachable!("a number of its column's type"),
             }
         }
         self.rows += 1;
-        Ok(())
     }
 }
 
 /// `machine=<m>/engine=<e>`, each value percent-encoded.
-fn folder((machine, engine): &(String, String)) -> anyhow::Result<PathBuf> {
+fn folder((machine, engine): &Key) -> anyhow::Result<PathBuf> {
     let mut path = PathBuf::new();
     for (column, value) in PARTITIONS.iter().zip([machine, engine]) {
         let name = format!("{}={}", COLUMNS[*column], partition_value(value));
@@ -374,6 +424,11 @@ pub fn partition_value(value: &str) -> String {
 /// The columns a file holds: all but the partitions, in the CSV's order.
 fn file_columns() -> impl Iterator<Item = usize> {
     (0..COLUMNS.len()).filter(|i| !PARTITIONS.contains(i))
+}
+
+/// Where the CSV's column `i` is among [`file_columns`]; `None` for a partition.
+fn file_column(i: usize) -> Option<usize> {
+    (!PARTITIONS.contains(&i)).then(|| i - PARTITIONS.iter().filter(|&&p| p < i).count())
 }
 
 fn schema() -> anyhow::Result<Type> {
@@ -438,9 +493,8 @@ mod tests {
     /// Holds a pass's rows as the export does: whole, then the largest partitions written
     /// while full.
     fn hold(dataset: &mut Dataset, dir: &Path, rows: Vec<Row>) -> anyhow::Result<()> {
-        for row in &rows {
-            dataset.hold(dir, &row.each_ref().map(String::as_str))?;
-        }
+        let parsed = ParsedPass::new(CsvRows::from_rows(&rows)).with_context(|| format!("{}", dir.display()))?;
+        dataset.take(dir, &parsed)?;
         dataset.write_largest_while_full()
     }
 
