@@ -11,8 +11,8 @@
 //! Rows are held a bounded number at a time ([`HELD_ROWS`]), column by column as the files hold
 //! them (numbers parsed, a text the row before also held kept once): when that many wait, the
 //! largest partitions are written out, so a partition's rows may be in several files. Each
-//! pass's rows are parsed and held on every core ([`pass_held`], beside the read of its cache),
-//! and taken in the passes' order; the files are encoded on a thread of their own ([`Writer`])
+//! pass's rows are parsed on every core ([`parse_pass`], beside the read of its cache) and held
+//! in the passes' order on one thread; the files are encoded on a thread of their own ([`Writer`])
 //! while the rows that follow are held. The
 //! export is written into a new folder beside `DIR` and renamed to `DIR` when whole: an export
 //! cut short leaves no `DIR` to be read as a fleet's rows.
@@ -136,7 +136,7 @@ pub fn write(dirs: &[PathBuf], options: Options, out: &Path) -> anyhow::Result<(
     // Made after `partial`, so dropped before it: on an error, the files queued are written
     // (or fail) before the folder they go in is removed.
     let mut dataset = Dataset::new(partial.path(), HELD_ROWS)?;
-    // Each pass's rows are parsed and held on every core; the dataset takes them in order.
+    // Each pass's rows are parsed on every core; the dataset holds them in order.
     let tally = for_each_pass_prepared(dirs, options, CachedRows::default, parse_pass, |pass, parsed| {
         let parsed = parsed.with_context(|| format!("{}", pass.dir.display()))?;
         dataset.take(pass.dir, &parsed)?;
