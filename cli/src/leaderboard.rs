@@ -59,6 +59,10 @@ pub fn for_each_pass(
 /// takes the pass and what `prepare` made of it, in the order of `dirs`: the work on a pass
 /// that needs nothing of the passes before it (parsing its rows) is not left to the one
 /// thread that runs `sink`. Each worker has a `state` of its own, kept from pass to pass.
+///
+/// A slice of passes is read and prepared on a thread of its own while `sink` takes the slice
+/// before it: no core waits for the other's part. Two slices are in memory at most, the one
+/// `sink` takes and the one being read.
 pub fn for_each_pass_prepared<S, T: Send>(
     dirs: &[PathBuf],
     options: Options,
@@ -71,82 +75,117 @@ pub fn for_each_pass_prepared<S, T: Send>(
             anyhow::bail!(message);
         }
     }
-    let mut tally = Tally {
-        passes: dirs.len(),
-        ..Tally::default()
-    };
+    let (state, prepare) = (&state, &prepare);
     let mut seen = HashSet::new();
-    for slice in dirs.chunks(SLICE) {
-        // A cache is prepared where it is read, on the same worker.
-        let read = in_parallel(slice, &state, |state, dir| {
-            let cached = leaderboard_cache::read(dir, ROWS_VERSION).ok()?;
-            let prepared = prepare(state, PassRows { dir, rows: &cached.rows });
-            Some((cached, prepared))
-        });
-        let (mut found, mut prepared): (Vec<Option<Cached>>, Vec<Option<T>>) =
-            read.into_iter().map(|r| r.map_or((None, None), |(c, p)| (Some(c), Some(p)))).unzip();
-        let from_runs: Vec<usize> = (0..slice.len())
-            .filter(|&i| options.verify || found[i].is_none())
-            .collect();
-        let worked_out = work_out(slice, &from_runs)?;
-        for (i, made) in from_runs.iter().zip(worked_out) {
-            let dir = &slice[*i];
-            tally.from_runs += 1;
-            let disagrees = found[*i].as_ref().is_some_and(|c| *c != made.cached);
-            if disagrees {
-                tally.disagreed.push(dir.clone());
-            }
-            if found[*i].is_none() || disagrees {
-                // A folder that may not be written still reads: the rows are here either way.
-                if let Some(stamp) = &made.stamp {
-                    let c = &made.cached;
-                    if leaderboard_cache::write(
-                        dir,
-                        stamp,
-                        ROWS_VERSION,
-                        &c.pass_id,
-                        &c.damage,
-                        &c.rows,
-                    )
-                    .unwrap_or(false)
-                    {
-                        tally.caches_written += 1;
+    std::thread::scope(|scope| {
+        // A rendezvous: the reader hands a slice over only when `sink` has taken the one before.
+        let (slices, read) = std::sync::mpsc::sync_channel(0);
+        let reader = std::thread::Builder::new()
+            .name("leaderboard reader".to_owned())
+            .spawn_scoped(scope, move || {
+                let mut tally = Tally::default();
+                for slice in dirs.chunks(SLICE) {
+                    let passes = read_slice(slice, options, state, prepare, &mut tally);
+                    let failed = passes.is_err();
+                    // The caller has stopped (an error of its own) or this read failed.
+                    if slices.send(passes).is_err() || failed {
+                        break;
                     }
                 }
-                // What was prepared from the cache is not of these rows.
-                prepared[*i] = None;
+                tally
+            })
+            .context("starting the leaderboard's reading thread")?;
+        for slice in dirs.chunks(SLICE) {
+            // Nothing more only where the reader panicked: its join below says so.
+            let Ok(passes) = read.recv() else { break };
+            for (dir, (cached, prepared)) in slice.iter().zip(passes?) {
+                crate::warn_notes(dir, &cached.damage);
+                anyhow::ensure!(
+                    seen.insert(cached.pass_id.clone()),
+                    "{}: pass id `{}` appears twice; a leaderboard row is keyed on it",
+                    dir.display(),
+                    cached.pass_id
+                );
+                sink(PassRows { dir, rows: &cached.rows }, prepared)?;
             }
-            found[*i] = Some(made.cached);
         }
-        let unprepared: Vec<usize> = (0..slice.len()).filter(|&i| prepared[i].is_none()).collect();
-        let late = in_parallel(&unprepared, &state, |state, &i| {
-            let cached = found[i].as_ref().expect("every pass is cached or worked out");
-            prepare(state, PassRows { dir: &slice[i], rows: &cached.rows })
-        });
-        for (i, p) in unprepared.into_iter().zip(late) {
-            prepared[i] = Some(p);
+        drop(read);
+        let mut tally = reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        tally.passes = dirs.len();
+        tally.from_cache = tally.passes - tally.from_runs;
+        Ok(tally)
+    })
+}
+
+/// The passes of `slice`, each with its rows and what `prepare` made of them: from its cache
+/// where that matches, and otherwise from its raw runs (rewriting its cache), counted in
+/// `tally`.
+fn read_slice<S, T: Send>(
+    slice: &[PathBuf],
+    options: Options,
+    state: &(impl Fn() -> S + Sync),
+    prepare: &(impl Fn(&mut S, PassRows<'_>) -> T + Sync),
+    tally: &mut Tally,
+) -> anyhow::Result<Vec<(Cached, T)>> {
+    // A cache is prepared where it is read, on the same worker.
+    let read = in_parallel(slice, state, |state, dir| {
+        let cached = leaderboard_cache::read(dir, ROWS_VERSION).ok()?;
+        let prepared = prepare(state, PassRows { dir, rows: &cached.rows });
+        Some((cached, prepared))
+    });
+    let (mut found, mut prepared): (Vec<Option<Cached>>, Vec<Option<T>>) =
+        read.into_iter().map(|r| r.map_or((None, None), |(c, p)| (Some(c), Some(p)))).unzip();
+    let from_runs: Vec<usize> = (0..slice.len())
+        .filter(|&i| options.verify || found[i].is_none())
+        .collect();
+    let worked_out = work_out(slice, &from_runs)?;
+    for (i, made) in from_runs.iter().zip(worked_out) {
+        let dir = &slice[*i];
+        tally.from_runs += 1;
+        let disagrees = found[*i].as_ref().is_some_and(|c| *c != made.cached);
+        if disagrees {
+            tally.disagreed.push(dir.clone());
         }
-        for ((dir, cached), prepared) in slice.iter().zip(found).zip(prepared) {
-            let cached = cached.expect("every pass is cached or worked out");
-            crate::warn_notes(dir, &cached.damage);
-            anyhow::ensure!(
-                seen.insert(cached.pass_id.clone()),
-                "{}: pass id `{}` appears twice; a leaderboard row is keyed on it",
-                dir.display(),
-                cached.pass_id
-            );
-            let prepared = prepared.expect("every pass is prepared");
-            sink(
-                PassRows {
+        if found[*i].is_none() || disagrees {
+            // A folder that may not be written still reads: the rows are here either way.
+            if let Some(stamp) = &made.stamp {
+                let c = &made.cached;
+                if leaderboard_cache::write(
                     dir,
-                    rows: &cached.rows,
-                },
-                prepared,
-            )?;
+                    stamp,
+                    ROWS_VERSION,
+                    &c.pass_id,
+                    &c.damage,
+                    &c.rows,
+                )
+                .unwrap_or(false)
+                {
+                    tally.caches_written += 1;
+                }
+            }
+            // What was prepared from the cache is not of these rows.
+            prepared[*i] = None;
         }
+        found[*i] = Some(made.cached);
     }
-    tally.from_cache = tally.passes - tally.from_runs;
-    Ok(tally)
+    let unprepared: Vec<usize> = (0..slice.len()).filter(|&i| prepared[i].is_none()).collect();
+    let late = in_parallel(&unprepared, state, |state, &i| {
+        let cached = found[i].as_ref().expect("every pass is cached or worked out");
+        prepare(state, PassRows { dir: &slice[i], rows: &cached.rows })
+    });
+    for (i, p) in unprepared.into_iter().zip(late) {
+        prepared[i] = Some(p);
+    }
+    Ok(found
+        .into_iter()
+        .zip(prepared)
+        .map(|(cached, prepared)| {
+            (
+                cached.expect("every pass is cached or worked out"),
+                prepared.expect("every pass is prepared"),
+            )
+        })
+        .collect())
 }
 
 /// Rows worked out from raw runs, and the stamp of the files they came from.
