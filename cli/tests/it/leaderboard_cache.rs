@@ -273,3 +273,33 @@ fn a_cache_that_does_not_match_its_raw_files_never_changes_a_figure() {
         "rewritten by --verify"
     );
 }
+
+#[test]
+fn a_pass_id_seen_twice_stops_the_leaderboard_while_the_next_slice_is_being_read() {
+    let tmp = temp_dir();
+    let dirs = measured(&tmp.path().join("measured"));
+    // More copies than one slice of passes (512), so the reader is ahead, in the next slice,
+    // when the second `sustained` is taken: an error there must stop it, not hang on it.
+    let mut all = vec![dirs[2].clone(), dirs[0].clone()];
+    for i in 0..600 {
+        let to = tmp.path().join("copies").join(format!("{i:03}"));
+        copy_pass(&dirs[0], &to, i % 2 == 0);
+        all.push(to);
+    }
+    let parquet = tmp.path().join("fleet");
+    for extra in [&[][..], &["--parquet", parquet.to_str().unwrap()][..]] {
+        let mut args: Vec<&str> = vec!["leaderboard"];
+        args.extend(all.iter().map(|d| d.to_str().unwrap()));
+        args.extend_from_slice(extra);
+        let output = benchpass(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}: pass id `sustained` appears twice",
+                all[2].display()
+            )),
+            "{extra:?}: {stderr}"
+        );
+    }
+}
