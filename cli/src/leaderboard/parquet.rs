@@ -334,27 +334,13 @@ impl Texts {
         self.values.push(run);
     }
 
-    /// Writes the values of the rows `defined` holds (1 where a row has one), [`WRITE_BATCH`]
-    /// rows at a time: each a slice of one buffer, no text copied, and no more of them made at
-    /// once than a batch's (a partition's would be tens of megabytes, every page of it new).
-    fn write(self, defined: &[i16], column: &mut ::parquet::column::writer::ColumnWriterImpl<'_, ByteArrayType>) -> ::parquet::errors::Result<()> {
+    /// The values as the writer takes them: slices of one buffer, no text copied.
+    fn into_byte_arrays(self) -> Vec<ByteArray> {
         let bytes = bytes::Bytes::from(self.bytes);
         let runs: Vec<ByteArray> = self.runs.iter().map(|&(start, end)| ByteArray::from(bytes.slice(start..end))).collect();
-        let mut values = self.values.iter();
-        let mut batch = Vec::with_capacity(WRITE_BATCH);
-        for levels in defined.chunks(WRITE_BATCH) {
-            let n = levels.iter().filter(|&&level| level == 1).count();
-            batch.clear();
-            batch.extend(values.by_ref().take(n).map(|&run| runs[run as usize].clone()));
-            column.write_batch(&batch, Some(levels), None)?;
-        }
-        Ok(())
+        self.values.iter().map(|&run| runs[run as usize].clone()).collect()
     }
 }
-
-/// Rows a text column is handed to the file's writer at a time: a multiple of the writer's own
-/// batch (1,024 rows), so that its pages are cut where one call would cut them.
-const WRITE_BATCH: usize = 8 * 1024;
 
 impl Default for Held {
     fn default() -> Held {
@@ -482,10 +468,10 @@ fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
         let held = columns.next().expect("the schema has a field per file column");
         let defined = Some(held.defined.as_slice());
         match held.values {
-            Values::Text(texts) => texts.write(&held.defined, column.typed::<ByteArrayType>())?,
-            Values::Integer(values) => _ = column.typed::<Int64Type>().write_batch(&values, defined, None)?,
-            Values::Decimal(values) => _ = column.typed::<DoubleType>().write_batch(&values, defined, None)?,
-        }
+            Values::Text(texts) => column.typed::<ByteArrayType>().write_batch(&texts.into_byte_arrays(), defined, None)?,
+            Values::Integer(values) => column.typed::<Int64Type>().write_batch(&values, defined, None)?,
+            Values::Decimal(values) => column.typed::<DoubleType>().write_batch(&values, defined, None)?,
+        };
         column.close()?;
     }
     group.close()?;
@@ -535,40 +521,6 @@ mod tests {
         assert_eq!(rows_in(&tmp.path().join("machine=a/engine=x/part-00000.parquet")), 2);
         assert_eq!(rows_in(&tmp.path().join("machine=b/engine=x/part-00001.parquet")), 1);
         assert_eq!(rows_in(&tmp.path().join("machine=b/engine=y/part-00002.parquet")), 1);
-    }
-
-    /// A text column of more rows than one batch handed to the writer, its nulls and runs
-    /// falling across the batches' edges: every row reads back its own value, or its null.
-    #[test]
-    fn a_text_column_longer_than_a_batch_keeps_every_rows_value() {
-        use ::parquet::file::reader::FileReader as _;
-        let tmp = tempfile::tempdir().unwrap();
-        let n = 2 * WRITE_BATCH + 3;
-        // Runs of 7 rows; every fifth row null.
-        let flags = |i: usize| if i % 5 == 0 { String::new() } else { format!("f{}", i / 7) };
-        let rows: Vec<Row> = (0..n)
-            .map(|i| {
-                let mut row = row("a", "x", "1.000");
-                row[17] = flags(i);
-                row
-            })
-            .collect();
-        let mut dataset = Dataset::new(tmp.path(), n + 1).unwrap();
-        hold(&mut dataset, Path::new("pass"), rows).unwrap();
-        dataset.write_all().unwrap();
-        let path = tmp.path().join("machine=a/engine=x/part-00000.parquet");
-        let reader = ::parquet::file::reader::SerializedFileReader::new(File::open(path).unwrap()).unwrap();
-        let at = file_column(17).unwrap();
-        let read: Vec<String> = reader
-            .get_row_iter(None)
-            .unwrap()
-            .map(|row| match row.unwrap().get_column_iter().nth(at).unwrap().1 {
-                ::parquet::record::Field::Null => String::new(),
-                ::parquet::record::Field::Str(s) => s.clone(),
-                other => panic!("{other:?} is not a text"),
-            })
-            .collect();
-        assert_eq!(read, (0..n).map(flags).collect::<Vec<_>>());
     }
 
     #[test]
