@@ -430,36 +430,39 @@ impl CachedRows {
         read
     }
 
-    fn parse(&mut self, input: &[u8]) -> bool {
+    fn parse(&mut self, mut input: &[u8]) -> bool {
+        use csv_core::ReadRecordResult;
         self.reader.reset();
-        // csv_core's reading of a file: a byte-order mark at its start is no field's.
-        let input = input.strip_prefix(b"\xef\xbb\xbf").unwrap_or(input);
-        // Whether csv_core has been handed nothing of this input yet.
-        let mut fresh = true;
         self.rows.ends.clear();
         let mut out = std::mem::take(&mut self.rows.text).into_bytes();
         out.clear();
         // Unquoting only takes bytes out: the fields fit in the length of the input.
         out.resize(input.len(), 0);
-        let (mut rest, mut written) = (input, 0);
-        while !rest.is_empty() {
-            let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
-            // A line with no quote and no carriage return is its fields between commas, as
-            // csv_core reads it (a cache's rows nearly all are): split here, several times
-            // faster than csv_core's byte-by-byte reading. Any other line, from its start to
-            // its record's end (which a quoted field may put on a later line), is csv_core's.
-            let consumed = if memchr::memchr2(b'"', b'\r', line).is_none() {
-                if !line.is_empty() && !self.split_line(line, &mut out, &mut written) {
-                    return false;
+        let (mut written, mut row_start) = (0, 0);
+        // One more than a row has: a row with too many fields fills it.
+        let mut ends = [0usize; N_COLUMNS + 1];
+        let mut fields = 0;
+        loop {
+            let (result, n_in, n_out, n_ends) = self.reader.read_record(input, &mut out[written..], &mut ends[fields..]);
+            input = &input[n_in..];
+            written += n_out;
+            fields += n_ends;
+            match result {
+                // The next call, with no input left, ends the last row.
+                ReadRecordResult::InputEmpty => {}
+                ReadRecordResult::Record => {
+                    if fields != N_COLUMNS {
+                        return false;
+                    }
+                    // A row's ends are counted from where the row starts.
+                    self.rows.ends.extend(ends[..N_COLUMNS].iter().map(|end| row_start + end));
+                    row_start = written;
+                    fields = 0;
                 }
-                (line.len() + 1).min(rest.len())
-            } else {
-                match self.read_record(rest, &mut out, &mut written, &mut fresh) {
-                    Some(consumed) => consumed,
-                    None => return false,
-                }
-            };
-            rest = &rest[consumed..];
+                ReadRecordResult::End => break,
+                // More fields than a row has; or (it cannot be, see above) no room left.
+                ReadRecordResult::OutputEndsFull | ReadRecordResult::OutputFull => return false,
+            }
         }
         out.truncate(written);
         match String::from_utf8(out) {
@@ -468,61 +471,6 @@ impl CachedRows {
         }
         // Whole, the fields are UTF-8; each is where none ends inside a character.
         self.rows.ends.iter().all(|&end| self.rows.text.is_char_boundary(end))
-    }
-
-    /// One row from a line of no quote, no carriage return and no line feed: its fields copied
-    /// to `out` from `written` on. False where it has not [`N_COLUMNS`] fields.
-    fn split_line(&mut self, line: &[u8], out: &mut [u8], written: &mut usize) -> bool {
-        if memchr::memchr_iter(b',', line).count() != N_COLUMNS - 1 {
-            return false;
-        }
-        for field in line.split(|&b| b == b',') {
-            out[*written..][..field.len()].copy_from_slice(field);
-            *written += field.len();
-            self.rows.ends.push(*written);
-        }
-        true
-    }
-
-    /// One record read by csv_core from the start of `input` (a line's start), its fields
-    /// unquoted to `out` from `written` on: how many bytes of `input` it took (its line end
-    /// included, or not: a line end left is a blank line, which is no row either way); `None`
-    /// where it has not [`N_COLUMNS`] fields. Blank lines before it are skipped, as csv_core
-    /// does; input that holds only those is no row.
-    ///
-    /// The reader is not reset from record to record: after a record it is where a record
-    /// starts (csv_core's `EndRecord`, or `CRLF`, which skips a `\n` as a blank line is).
-    /// Where `fresh` (nothing handed to it since its reset), it is handed one byte first: it
-    /// strips a byte-order mark from the start of the first input it is handed, which here
-    /// is a later line's, not the file's.
-    fn read_record(&mut self, mut input: &[u8], out: &mut [u8], written: &mut usize, fresh: &mut bool) -> Option<usize> {
-        use csv_core::ReadRecordResult;
-        let (length, row_start) = (input.len(), *written);
-        // One more than a row has: a row with too many fields fills it.
-        let mut ends = [0usize; N_COLUMNS + 1];
-        let mut fields = 0;
-        loop {
-            let handed = if std::mem::take(fresh) { &input[..input.len().min(1)] } else { input };
-            let (result, n_in, n_out, n_ends) = self.reader.read_record(handed, &mut out[*written..], &mut ends[fields..]);
-            input = &input[n_in..];
-            *written += n_out;
-            fields += n_ends;
-            match result {
-                // The next call, with no input left, ends the last row.
-                ReadRecordResult::InputEmpty => {}
-                ReadRecordResult::Record => {
-                    if fields != N_COLUMNS {
-                        return None;
-                    }
-                    // A row's ends are counted from where the row starts.
-                    self.rows.ends.extend(ends[..N_COLUMNS].iter().map(|end| row_start + end));
-                    return Some(length - input.len());
-                }
-                ReadRecordResult::End => return Some(length),
-                // More fields than a row has; or (it cannot be, see above) no room left.
-                ReadRecordResult::OutputEndsFull | ReadRecordResult::OutputFull => return None,
-            }
-        }
     }
 
     /// The rows read last.
@@ -635,10 +583,11 @@ mod tests {
         assert_eq!(*reader.rows(), CsvRows::from_rows(&rows));
     }
 
-    /// Inputs made of plain lines (split on commas here) and lines that quote, hold a carriage
-    /// return or run over lines (csv_core's), in any order, with every kind of line end, blank
-    /// lines, rows too short or too long, and bytes that are not UTF-8: read as the csv crate
-    /// reads them, every one.
+    /// Inputs made of plain lines and lines that quote, hold a carriage return or run over
+    /// lines, in any order, with every kind of line end, blank lines, byte-order marks, rows too
+    /// short or too long, and bytes that are not UTF-8: read as the csv crate reads them, every
+    /// one. (It held a reader that split plain lines itself, tried and not kept; it stays for
+    /// any reader that may.)
     #[test]
     fn plain_and_quoted_lines_mixed_read_as_the_csv_crate_reads_them() {
         fn csv_crate(bytes: &[u8]) -> Option<Vec<Row>> {
