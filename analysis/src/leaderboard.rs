@@ -586,8 +586,7 @@ mod tests {
     /// Inputs made of plain lines and lines that quote, hold a carriage return or run over
     /// lines, in any order, with every kind of line end, blank lines, byte-order marks, rows too
     /// short or too long, and bytes that are not UTF-8: read as the csv crate reads them, every
-    /// one. (It held a reader that split plain lines itself, tried and not kept; it stays for
-    /// any reader that may.)
+    /// one.
     #[test]
     fn plain_and_quoted_lines_mixed_read_as_the_csv_crate_reads_them() {
         fn csv_crate(bytes: &[u8]) -> Option<Vec<Row>> {
