@@ -526,23 +526,26 @@ mod tests {
         assert_eq!(parse_csv_rows(&not_utf8), None);
     }
 
+    /// The rows of `bytes` as the csv crate reads them (the crate the caches are written with),
+    /// or `None` where it finds a row of another length or a field that is not UTF-8.
+    fn csv_crate(bytes: &[u8]) -> Option<Vec<Row>> {
+        let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            let record = record.ok()?;
+            if record.len() != N_COLUMNS {
+                return None;
+            }
+            rows.push(std::array::from_fn(|i| record[i].to_owned()));
+        }
+        Some(rows)
+    }
+
     /// One reader, reset from input to input, reads each as a new csv crate reader does (the
     /// crate the caches are written with): the same rows, or none where that reader would
     /// find a row of another length or a field that is not UTF-8.
     #[test]
     fn one_reader_reads_every_input_as_a_new_csv_reader_does() {
-        fn csv_crate(bytes: &[u8]) -> Option<Vec<Row>> {
-            let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
-            let mut rows = Vec::new();
-            for record in reader.records() {
-                let record = record.ok()?;
-                if record.len() != N_COLUMNS {
-                    return None;
-                }
-                rows.push(std::array::from_fn(|i| record[i].to_owned()));
-            }
-            Some(rows)
-        }
         let line = |first: &str| -> Vec<u8> {
             let mut line = first.as_bytes().to_vec();
             for i in 1..N_COLUMNS {
@@ -589,18 +592,6 @@ mod tests {
     /// one.
     #[test]
     fn plain_and_quoted_lines_mixed_read_as_the_csv_crate_reads_them() {
-        fn csv_crate(bytes: &[u8]) -> Option<Vec<Row>> {
-            let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(bytes);
-            let mut rows = Vec::new();
-            for record in reader.records() {
-                let record = record.ok()?;
-                if record.len() != N_COLUMNS {
-                    return None;
-                }
-                rows.push(std::array::from_fn(|i| record[i].to_owned()));
-            }
-            Some(rows)
-        }
         const BOM: &[u8] = b"\xef\xbb\xbf";
         const FIELDS: [&[u8]; 14] = [
             b"", b"x", b"engine-1.0", b"\"q\"", b"\"a,b\"", b"\"two\nlines\"", b"\"\"\"\"", b"\xc3\xa9",
