@@ -11,6 +11,8 @@
 //! columns have no room for concurrency, and a row at 4 streams must never be read, ranked or
 //! merged as one at 1 (docs/leaderboard.md).
 
+pub mod typed;
+
 use crate::cells::{CellStep, MetricKind};
 use crate::reasons::join_codes;
 

@@ -1,0 +1,354 @@
+//! A pass's leaderboard rows column by column, typed (`super::COLUMN_TYPES`), as the Parquet
+//! export holds them: what a pass's `leaderboard.cache` keeps beside its CSV rows, so that an
+//! export over a fleet parses no CSV and no number (docs/raw-format.md, "The typed rows").
+//!
+//! The text is as recorded (the CSV's guard against spreadsheets is the CSV's own); an empty
+//! field is a missing value; a text kept once for a run of rows that repeat it (a pass's rows
+//! repeat their pass id, machine facts, hashes and units).
+//!
+//! The bytes (all numbers little-endian):
+//!
+//! ```text
+//! "BPT1"  rows: u32
+//! then each column, in the CSV's order:
+//!   type: u8 (0 text, 1 integer, 2 decimal, as COLUMN_TYPES says)
+//!   defined: one byte a row, 1 where it has a value and 0 where the field is empty
+//!   text:    runs: u32, then each run: values: u32 (≥ 1), length: u32, its UTF-8
+//!   integer: an i64 a value;  decimal: an f64 a value
+//! ```
+//!
+//! Read back only whole: [`TypedRows::decode`] takes bytes of exactly that shape or none,
+//! never trusting a length it has not the bytes for.
+
+use super::{ColumnType, Row, COLUMNS, COLUMN_TYPES, N_COLUMNS};
+
+const MAGIC: &[u8; 4] = b"BPT1";
+
+/// A field of a number column that is not a number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotANumber {
+    /// Which of [`COLUMNS`].
+    pub column: usize,
+    /// The field, as it is (whoever prints it makes it printable).
+    pub cell: String,
+    /// Why it is not one.
+    pub error: String,
+}
+
+/// Rows column by column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypedRows {
+    rows: usize,
+    /// One for each of [`COLUMNS`], in order.
+    columns: Vec<Column>,
+}
+
+/// A column: which rows have a value, and the values, nulls left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub defined: Vec<bool>,
+    pub values: Values,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    Text(Texts),
+    Integer(Vec<i64>),
+    Decimal(Vec<f64>),
+}
+
+/// A text column's values: each run of equal values kept once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Texts {
+    /// The runs' texts, one after another.
+    text: String,
+    /// Each run's end in `text`, and how many values it is.
+    runs: Vec<(usize, usize)>,
+}
+
+impl Texts {
+    fn push(&mut self, value: &str) {
+        let start = self.runs.len().checked_sub(2).map_or(0, |i| self.runs[i].0);
+        if let Some(last) = self.runs.last_mut() {
+            if self.text[start..last.0] == *value {
+                last.1 += 1;
+                return;
+            }
+        }
+        self.text.push_str(value);
+        self.runs.push((self.text.len(), 1));
+    }
+
+    /// Each run: its text and how many values it is, in order.
+    pub fn runs(&self) -> impl Iterator<Item = (&str, usize)> {
+        let mut start = 0;
+        self.runs.iter().map(move |&(end, n)| {
+            let text = &self.text[start..end];
+            start = end;
+            (text, n)
+        })
+    }
+
+    /// How many values there are.
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(|&(_, n)| n).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Each value, in order.
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.runs().flat_map(|(text, n)| std::iter::repeat_n(text, n))
+    }
+}
+
+impl TypedRows {
+    /// `rows` (as recorded, before the CSV's spreadsheet guard), typed: a field that is not
+    /// its column's type is the error.
+    pub fn from_rows(rows: &[Row]) -> Result<TypedRows, NotANumber> {
+        let mut columns: Vec<Column> = COLUMN_TYPES
+            .iter()
+            .map(|ty| Column {
+                defined: Vec::with_capacity(rows.len()),
+                values: match ty {
+                    ColumnType::Text => Values::Text(Texts::default()),
+                    ColumnType::Integer => Values::Integer(Vec::new()),
+                    ColumnType::Decimal => Values::Decimal(Vec::new()),
+                },
+            })
+            .collect();
+        for row in rows {
+            for (i, (cell, column)) in row.iter().zip(&mut columns).enumerate() {
+                column.defined.push(!cell.is_empty());
+                if cell.is_empty() {
+                    continue;
+                }
+                let not_a_number = |e: &dyn std::fmt::Display| NotANumber { column: i, cell: cell.clone(), error: e.to_string() };
+                match &mut column.values {
+                    Values::Text(texts) => texts.push(cell),
+                    Values::Integer(values) => values.push(cell.parse().map_err(|e| not_a_number(&e))?),
+                    Values::Decimal(values) => values.push(cell.parse().map_err(|e| not_a_number(&e))?),
+                }
+            }
+        }
+        Ok(TypedRows { rows: rows.len(), columns })
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Column `i` of [`COLUMNS`].
+    pub fn column(&self, i: usize) -> &Column {
+        &self.columns[i]
+    }
+
+    /// Each row's value of text column `i` (`""` where it has none).
+    pub fn texts(&self, i: usize) -> Vec<&str> {
+        let column = &self.columns[i];
+        let Values::Text(texts) = &column.values else { panic!("column `{}` is not text", COLUMNS[i]) };
+        let mut values = texts.values();
+        column.defined.iter().map(|&defined| if defined { values.next().expect("a value a defined row") } else { "" }).collect()
+    }
+
+    /// The bytes a cache keeps (the module's doc says their shape).
+    pub fn encode(&self) -> Vec<u8> {
+        let rows = u32::try_from(self.rows).expect("a pass has fewer than 2³² rows");
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&rows.to_le_bytes());
+        for column in &self.columns {
+            let u32_of = |n: usize| u32::try_from(n).expect("a cache is far smaller than 4 GiB").to_le_bytes();
+            out.push(match column.values {
+                Values::Text(_) => 0,
+                Values::Integer(_) => 1,
+                Values::Decimal(_) => 2,
+            });
+            out.extend(column.defined.iter().map(|&d| u8::from(d)));
+            match &column.values {
+                Values::Text(texts) => {
+                    out.extend_from_slice(&u32_of(texts.runs.len()));
+                    for (text, n) in texts.runs() {
+                        out.extend_from_slice(&u32_of(n));
+                        out.extend_from_slice(&u32_of(text.len()));
+                        out.extend_from_slice(text.as_bytes());
+                    }
+                }
+                Values::Integer(values) => values.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+                Values::Decimal(values) => values.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+            }
+        }
+        out
+    }
+
+    /// The rows in `bytes`, or `None` where they are not exactly what [`TypedRows::encode`]
+    /// writes for rows of these columns.
+    pub fn decode(bytes: &[u8]) -> Option<TypedRows> {
+        let mut input = Input(bytes);
+        if input.take(MAGIC.len())? != MAGIC {
+            return None;
+        }
+        let rows = input.u32()? as usize;
+        // Each row takes a byte in every column: a count the bytes cannot hold is refused
+        // before anything is made that large.
+        if rows.checked_mul(N_COLUMNS)? > input.0.len() {
+            return None;
+        }
+        let mut columns = Vec::with_capacity(N_COLUMNS);
+        for ty in COLUMN_TYPES {
+            let tag = input.take(1)?[0];
+            let defined: Vec<bool> = input
+                .take(rows)?
+                .iter()
+                .map(|&b| match b {
+                    0 => Some(false),
+                    1 => Some(true),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            let n = defined.iter().filter(|&&d| d).count();
+            let values = match (ty, tag) {
+                (ColumnType::Text, 0) => {
+                    let runs = input.u32()? as usize;
+                    // Each run has at least one value.
+                    if runs > n {
+                        return None;
+                    }
+                    let mut texts = Texts { text: String::new(), runs: Vec::with_capacity(runs) };
+                    for _ in 0..runs {
+                        let count = input.u32()? as usize;
+                        let len = input.u32()? as usize;
+                        let text = std::str::from_utf8(input.take(len)?).ok()?;
+                        if count == 0 {
+                            return None;
+                        }
+                        texts.text.push_str(text);
+                        texts.runs.push((texts.text.len(), count));
+                    }
+                    if texts.runs.iter().try_fold(0usize, |sum, &(_, c)| sum.checked_add(c))? != n {
+                        return None;
+                    }
+                    Values::Text(texts)
+                }
+                (ColumnType::Integer, 1) => Values::Integer(input.words(n)?.map(i64::from_le_bytes).collect()),
+                (ColumnType::Decimal, 2) => Values::Decimal(input.words(n)?.map(f64::from_le_bytes).collect()),
+                _ => return None,
+            };
+            columns.push(Column { defined, values });
+        }
+        input.0.is_empty().then_some(TypedRows { rows, columns })
+    }
+}
+
+/// What is left of the bytes being decoded.
+struct Input<'a>(&'a [u8]);
+
+impl<'a> Input<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (taken, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(taken)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    /// `n` eight-byte words.
+    fn words(&mut self, n: usize) -> Option<impl Iterator<Item = [u8; 8]> + 'a> {
+        let bytes = self.take(n.checked_mul(8)?)?;
+        Some(bytes.chunks_exact(8).map(|w| w.try_into().expect("eight bytes")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row with every column filled from `seed`, some fields empty, texts repeating.
+    fn row(seed: u64) -> Row {
+        std::array::from_fn(|i| {
+            let x = seed.wrapping_mul(6364136223846793005).wrapping_add(i as u64 * 1442695040888963407) >> 33;
+            if x % 7 == 0 {
+                return String::new();
+            }
+            match COLUMN_TYPES[i] {
+                ColumnType::Text => ["pass-a", "é, \"quoted\"\nline", "=1+1", "x"][(x % 4) as usize].to_owned(),
+                ColumnType::Integer => format!("{}", x as i64 - 1000),
+                ColumnType::Decimal => format!("{:.3}", x as f64 / 7.0),
+            }
+        })
+    }
+
+    fn rows(n: u64) -> Vec<Row> {
+        (0..n).map(|s| row(s / 3)).collect()
+    }
+
+    /// Every cell reads back as its text parses, and the bytes decode to the same rows.
+    #[test]
+    fn typed_rows_hold_every_cell_and_read_back_whole() {
+        let rows = rows(50);
+        let typed = TypedRows::from_rows(&rows).unwrap();
+        assert_eq!(typed.len(), 50);
+        for i in 0..N_COLUMNS {
+            let column = typed.column(i);
+            let cells: Vec<&str> = rows.iter().map(|r| r[i].as_str()).collect();
+            assert_eq!(column.defined, cells.iter().map(|c| !c.is_empty()).collect::<Vec<_>>(), "{}", COLUMNS[i]);
+            let present = cells.iter().filter(|c| !c.is_empty());
+            match &column.values {
+                Values::Text(_) => assert_eq!(typed.texts(i), cells),
+                Values::Integer(v) => assert_eq!(*v, present.map(|c| c.parse::<i64>().unwrap()).collect::<Vec<_>>()),
+                Values::Decimal(v) => assert_eq!(*v, present.map(|c| c.parse::<f64>().unwrap()).collect::<Vec<_>>()),
+            }
+        }
+        // Rows of three alike: the pass id's runs are far fewer than its values.
+        let Values::Text(ids) = &typed.column(0).values else { unreachable!() };
+        assert!(ids.runs.len() < ids.len());
+        assert_eq!(TypedRows::decode(&typed.encode()), Some(typed));
+        let none = TypedRows::from_rows(&[]).unwrap();
+        assert_eq!(TypedRows::decode(&none.encode()), Some(none));
+    }
+
+    #[test]
+    fn a_field_that_is_not_its_columns_type_is_named() {
+        let mut bad = row(1);
+        bad[12] = "fast".to_owned();
+        let error = TypedRows::from_rows(&[bad]).unwrap_err();
+        assert_eq!(error, NotANumber { column: 12, cell: "fast".to_owned(), error: "invalid float literal".to_owned() });
+    }
+
+    /// Bytes cut anywhere, grown by one, or with any one byte changed decode to nothing or to
+    /// rows of the same shape: never a panic, never more than the bytes hold.
+    #[test]
+    fn bytes_that_are_not_whole_typed_rows_decode_to_none() {
+        let bytes = TypedRows::from_rows(&rows(12)).unwrap().encode();
+        for cut in 0..bytes.len() {
+            assert_eq!(TypedRows::decode(&bytes[..cut]), None, "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(TypedRows::decode(&longer), None);
+        for at in 0..bytes.len() {
+            for flip in [0x01, 0x80, 0xff] {
+                let mut changed = bytes.clone();
+                changed[at] ^= flip;
+                if let Some(typed) = TypedRows::decode(&changed) {
+                    assert_eq!(typed.encode(), changed, "what decodes encodes to its bytes");
+                }
+            }
+        }
+        // A row count no bytes could hold.
+        let mut huge = MAGIC.to_vec();
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(TypedRows::decode(&huge), None);
+    }
+}
