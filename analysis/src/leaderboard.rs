@@ -298,7 +298,12 @@ pub fn csv_header() -> Vec<u8> {
 /// The rows of one pass's figures as the file holds them, without the header line: what a
 /// pass's `leaderboard.cache` keeps, and what [`to_csv`] joins.
 pub fn csv_rows(steps: &[CellStep]) -> Vec<u8> {
-    csv_records(rows(steps).into_iter().map(for_spreadsheet))
+    csv_of(rows(steps))
+}
+
+/// `rows` (as [`rows`] works them out) as the file holds them, without the header line.
+pub fn csv_of(rows: Vec<Row>) -> Vec<u8> {
+    csv_records(rows.into_iter().map(for_spreadsheet))
 }
 
 /// The columns whose text comes from engines, users and files (names, versions, ids, hashes,

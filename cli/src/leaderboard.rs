@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use analysis::leaderboard::{csv_rows, ROWS_VERSION};
+use analysis::leaderboard::{csv_of, ROWS_VERSION};
 use anyhow::Context as _;
 use harness::pass::leaderboard_cache::{self, Cached, Stamp};
 use harness::pass::store::read_passes_keeping;
@@ -39,10 +39,13 @@ pub struct Tally {
     pub disagreed: Vec<PathBuf>,
 }
 
-/// One pass's rows, as the leaderboard CSV holds them.
+/// One pass's rows, as the leaderboard CSV holds them and typed (`leaderboard.cache` says
+/// both).
 pub struct PassRows<'a> {
     pub dir: &'a Path,
     pub rows: &'a [u8],
+    /// `analysis::leaderboard::typed`'s bytes; empty where the rows could not be typed.
+    pub typed: &'a [u8],
 }
 
 /// Hands each pass's rows to `sink`, in the order of `dirs`, after saying what of its runs
@@ -106,7 +109,7 @@ pub fn for_each_pass_prepared<S, T: Send>(
                     dir.display(),
                     cached.pass_id
                 );
-                sink(PassRows { dir, rows: &cached.rows }, prepared)?;
+                sink(PassRows { dir, rows: &cached.rows, typed: &cached.typed }, prepared)?;
             }
         }
         drop(read);
@@ -130,7 +133,7 @@ fn read_slice<S, T: Send>(
     // A cache is prepared where it is read, on the same worker.
     let read = in_parallel(slice, state, |state, dir| {
         let cached = leaderboard_cache::read(dir, ROWS_VERSION).ok()?;
-        let prepared = prepare(state, PassRows { dir, rows: &cached.rows });
+        let prepared = prepare(state, PassRows { dir, rows: &cached.rows, typed: &cached.typed });
         Some((cached, prepared))
     });
     let (mut found, mut prepared): (Vec<Option<Cached>>, Vec<Option<T>>) =
@@ -150,15 +153,7 @@ fn read_slice<S, T: Send>(
             // A folder that may not be written still reads: the rows are here either way.
             if let Some(stamp) = &made.stamp {
                 let c = &made.cached;
-                if leaderboard_cache::write(
-                    dir,
-                    stamp,
-                    ROWS_VERSION,
-                    &c.pass_id,
-                    &c.damage,
-                    &c.rows,
-                )
-                .unwrap_or(false)
+                if leaderboard_cache::write(dir, stamp, ROWS_VERSION, c).unwrap_or(false)
                 {
                     tally.caches_written += 1;
                 }
@@ -171,7 +166,7 @@ fn read_slice<S, T: Send>(
     let unprepared: Vec<usize> = (0..slice.len()).filter(|&i| prepared[i].is_none()).collect();
     let late = in_parallel(&unprepared, state, |state, &i| {
         let cached = found[i].as_ref().expect("every pass is cached or worked out");
-        prepare(state, PassRows { dir: &slice[i], rows: &cached.rows })
+        prepare(state, PassRows { dir: &slice[i], rows: &cached.rows, typed: &cached.typed })
     });
     for (i, p) in unprepared.into_iter().zip(late) {
         prepared[i] = Some(p);
@@ -219,13 +214,17 @@ fn work_out(slice: &[PathBuf], which: &[usize]) -> anyhow::Result<Vec<Made>> {
         .iter()
         .zip(steps)
         .zip(stamps)
-        .map(|((pass, steps), stamp)| Made {
-            cached: Cached {
-                pass_id: pass.info.pass_id.clone(),
-                damage: harness::pass::damage_notes(&pass.damage, pass.torn_tail.as_ref()),
-                rows: csv_rows(&steps),
-            },
-            stamp,
+        .map(|((pass, steps), stamp)| {
+            let rows = analysis::leaderboard::rows(&steps);
+            Made {
+                cached: Cached {
+                    pass_id: pass.info.pass_id.clone(),
+                    damage: harness::pass::damage_notes(&pass.damage, pass.torn_tail.as_ref()),
+                    typed: analysis::leaderboard::typed::encoded(&rows),
+                    rows: csv_of(rows),
+                },
+                stamp,
+            }
         })
         .collect())
 }
@@ -318,7 +317,7 @@ pub fn write_cache(dir: &Path) -> anyhow::Result<bool> {
         return Ok(false);
     };
     let c = &made.cached;
-    leaderboard_cache::write(dir, stamp, ROWS_VERSION, &c.pass_id, &c.damage, &c.rows).with_context(
+    leaderboard_cache::write(dir, stamp, ROWS_VERSION, c).with_context(
         || {
             format!(
                 "writing {}",

@@ -12,8 +12,10 @@
 //! runs as well. `benchpass leaderboard --verify` ignores every cache and says which disagreed.
 //!
 //! The file: one line of JSON ([`CacheHeader`]), then the rows as CSV without a header line,
-//! byte for byte what the leaderboard CSV holds for the pass. It is read only up to
-//! [`MAX_CACHE_BYTES`], and only when it is a plain file (never through a link).
+//! byte for byte what the leaderboard CSV holds for the pass, then the same rows typed column
+//! by column as recorded (`analysis::leaderboard::typed`, for the Parquet export; opaque here).
+//! It is read only up to [`MAX_CACHE_BYTES`], and only when it is a plain file (never through
+//! a link).
 
 use std::fs;
 use std::io::{Read as _, Write as _};
@@ -25,8 +27,8 @@ use crate::store::{PASS_FILE, RUNS_FILE};
 
 pub const CACHE_FILE: &str = "leaderboard.cache";
 
-/// The version of the file's layout; a reader takes only its own.
-pub const CACHE_FORMAT: u32 = 1;
+/// The version of the file's layout; a reader takes only its own (1 had no typed rows).
+pub const CACHE_FORMAT: u32 = 2;
 
 /// The most of a cache that is read: a pass's rows are tens of kilobytes; a cache larger than
 /// this is not one this program wrote, and is ignored.
@@ -114,8 +116,10 @@ pub struct CacheHeader {
     pub stamp: Stamp,
     /// What of runs.jsonl could not be read (`damage_notes`): said again on every read.
     pub damage: Vec<String>,
-    /// The length of the rows after the header line.
+    /// The length of the CSV rows after the header line.
     pub rows_bytes: u64,
+    /// The length of the typed rows after them.
+    pub typed_bytes: u64,
 }
 
 /// A cache that matches its pass.
@@ -125,6 +129,9 @@ pub struct Cached {
     pub damage: Vec<String>,
     /// The pass's rows, as the leaderboard CSV holds them (no header line).
     pub rows: Vec<u8>,
+    /// The same rows typed, as `analysis::leaderboard::typed` encodes them (empty where they
+    /// could not be typed).
+    pub typed: Vec<u8>,
 }
 
 /// Why a cache was not used.
@@ -166,14 +173,20 @@ pub fn read(dir: &Path, rows_version: &str) -> Result<Cached, Miss> {
     if header.format != CACHE_FORMAT || header.rows_version != rows_version || header.stamp != now {
         return Err(Miss::Stale);
     }
-    let rows = bytes.split_off(end + 1);
-    if rows.len() as u64 != header.rows_bytes || rows.last().is_some_and(|b| *b != b'\n') {
+    let mut rows = bytes.split_off(end + 1);
+    let whole = header.rows_bytes.checked_add(header.typed_bytes) == Some(rows.len() as u64);
+    if !whole {
+        return Err(Miss::Unreadable);
+    }
+    let typed = rows.split_off(header.rows_bytes as usize);
+    if rows.last().is_some_and(|b| *b != b'\n') {
         return Err(Miss::Unreadable);
     }
     Ok(Cached {
         pass_id: header.pass_id,
         damage: header.damage,
         rows,
+        typed,
     })
 }
 
@@ -181,18 +194,12 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|b| *b == b'\n')
 }
 
-/// Writes the cache of the pass in `dir`: `rows` worked out from the raw files as `stamp`
+/// Writes the cache of the pass in `dir`: `cached` worked out from the raw files as `stamp`
 /// found them (taken before they were read). Written only if they are still so, into a
 /// temporary beside it that is renamed over the old one. `Ok(false)`: the raw files changed
 /// meanwhile, and nothing was written.
-pub fn write(
-    dir: &Path,
-    stamp: &Stamp,
-    rows_version: &str,
-    pass_id: &str,
-    damage: &[String],
-    rows: &[u8],
-) -> std::io::Result<bool> {
+pub fn write(dir: &Path, stamp: &Stamp, rows_version: &str, cached: &Cached) -> std::io::Result<bool> {
+    let Cached { pass_id, damage, rows, typed } = cached;
     if Stamp::of(dir)? != *stamp {
         return Ok(false);
     }
@@ -203,10 +210,12 @@ pub fn write(
         stamp: stamp.clone(),
         damage: damage.to_vec(),
         rows_bytes: rows.len() as u64,
+        typed_bytes: typed.len() as u64,
     };
     let mut text = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
     text.push(b'\n');
     text.extend_from_slice(rows);
+    text.extend_from_slice(typed);
     if text.len() as u64 > MAX_CACHE_BYTES {
         // It would not be read back: none at all says the same more cheaply.
         let _ = fs::remove_file(dir.join(CACHE_FILE));
@@ -239,6 +248,16 @@ mod tests {
     use super::*;
 
     const ROWS: &[u8] = b"p,m,e\n";
+    const TYPED: &[u8] = b"typed\n,rows";
+
+    fn cached(damage: &[&str]) -> Cached {
+        Cached {
+            pass_id: "p".to_owned(),
+            damage: damage.iter().map(|d| d.to_string()).collect(),
+            rows: ROWS.to_vec(),
+            typed: TYPED.to_vec(),
+        }
+    }
 
     fn pass() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -251,16 +270,8 @@ mod tests {
     fn a_cache_is_read_back_while_its_raw_files_are_as_they_were() {
         let dir = pass();
         let stamp = Stamp::of(dir.path()).unwrap();
-        assert!(write(dir.path(), &stamp, "v1", "p", &["a note".to_owned()], ROWS).unwrap());
-        let cached = read(dir.path(), "v1").unwrap();
-        assert_eq!(
-            cached,
-            Cached {
-                pass_id: "p".to_owned(),
-                damage: vec!["a note".to_owned()],
-                rows: ROWS.to_vec()
-            }
-        );
+        assert!(write(dir.path(), &stamp, "v1", &cached(&["a note"])).unwrap());
+        assert_eq!(read(dir.path(), "v1").unwrap(), cached(&["a note"]));
         assert_eq!(
             read(dir.path(), "v2"),
             Err(Miss::Stale),
@@ -275,7 +286,7 @@ mod tests {
             .unwrap();
         assert_eq!(read(dir.path(), "v1"), Err(Miss::Stale));
         // A stamp taken before the raw files changed writes nothing.
-        assert!(!write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap());
+        assert!(!write(dir.path(), &stamp, "v1", &cached(&[])).unwrap());
     }
 
     #[test]
@@ -287,10 +298,23 @@ mod tests {
             assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "{bytes:?}");
         }
         let stamp = Stamp::of(dir.path()).unwrap();
-        write(dir.path(), &stamp, "v1", "p", &[], ROWS).unwrap();
+        write(dir.path(), &stamp, "v1", &cached(&[])).unwrap();
         let text = fs::read(dir.path().join(CACHE_FILE)).unwrap();
-        fs::write(dir.path().join(CACHE_FILE), &text[..text.len() - 1]).unwrap();
-        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "cut short");
+        for (cut, what) in [(1, "typed rows cut short"), (TYPED.len(), "no typed rows"), (TYPED.len() + 1, "CSV rows cut short")] {
+            fs::write(dir.path().join(CACHE_FILE), &text[..text.len() - cut]).unwrap();
+            assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "{what}");
+        }
+        let mut longer = text.clone();
+        longer.push(b'\n');
+        fs::write(dir.path().join(CACHE_FILE), &longer).unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "a byte more");
+        // The CSV rows' length moved into the typed rows: the CSV no longer ends a line.
+        let header_end = text.iter().position(|&b| b == b'\n').unwrap();
+        let header = String::from_utf8(text[..header_end].to_vec()).unwrap();
+        let moved = header.replace("\"rows_bytes\":6,\"typed_bytes\":11", "\"rows_bytes\":5,\"typed_bytes\":12");
+        assert_ne!(moved, header);
+        fs::write(dir.path().join(CACHE_FILE), [moved.as_bytes(), &text[header_end..]].concat()).unwrap();
+        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "rows that end mid-line");
         fs::File::create(dir.path().join(CACHE_FILE))
             .unwrap()
             .set_len(MAX_CACHE_BYTES + 1)

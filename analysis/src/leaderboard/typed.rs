@@ -98,6 +98,16 @@ impl Texts {
         self.runs.is_empty()
     }
 
+    /// The runs of values `range` (counted from the first value), each cut to the range.
+    pub fn runs_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&str, usize)> {
+        let mut first = 0;
+        self.runs().filter_map(move |(text, n)| {
+            let (start, end) = (first.max(range.start), (first + n).min(range.end));
+            first += n;
+            (start < end).then(|| (text, end - start))
+        })
+    }
+
     /// Each value, in order.
     pub fn values(&self) -> impl Iterator<Item = &str> {
         self.runs().flat_map(|(text, n)| std::iter::repeat_n(text, n))
@@ -246,6 +256,12 @@ impl TypedRows {
     }
 }
 
+/// The bytes a pass's cache keeps of `rows`: [`TypedRows::encode`]'s, or none where a field is
+/// not its column's type (an export then works the rows out again, and names the field).
+pub fn encoded(rows: &[Row]) -> Vec<u8> {
+    TypedRows::from_rows(rows).map(|typed| typed.encode()).unwrap_or_default()
+}
+
 /// What is left of the bytes being decoded.
 struct Input<'a>(&'a [u8]);
 
@@ -277,7 +293,7 @@ mod tests {
     /// A row with every column filled from `seed`, some fields empty, texts repeating.
     fn row(seed: u64) -> Row {
         std::array::from_fn(|i| {
-            let x = seed.wrapping_mul(6364136223846793005).wrapping_add(i as u64 * 1442695040888963407) >> 33;
+            let x = seed.wrapping_mul(6364136223846793005).wrapping_add((i as u64).wrapping_mul(1442695040888963407)) >> 33;
             if x % 7 == 0 {
                 return String::new();
             }
@@ -316,6 +332,19 @@ mod tests {
         assert_eq!(TypedRows::decode(&typed.encode()), Some(typed));
         let none = TypedRows::from_rows(&[]).unwrap();
         assert_eq!(TypedRows::decode(&none.encode()), Some(none));
+    }
+
+    #[test]
+    fn runs_in_a_range_are_cut_to_it() {
+        let mut texts = Texts::default();
+        for value in ["a", "a", "b", "c", "c", "c"] {
+            texts.push(value);
+        }
+        let runs = |range| texts.runs_in(range).collect::<Vec<_>>();
+        assert_eq!(runs(0..6), [("a", 2), ("b", 1), ("c", 3)]);
+        assert_eq!(runs(1..5), [("a", 1), ("b", 1), ("c", 2)]);
+        assert_eq!(runs(2..3), [("b", 1)]);
+        assert_eq!(runs(3..3), []);
     }
 
     #[test]

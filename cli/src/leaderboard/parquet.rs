@@ -23,7 +23,8 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use analysis::leaderboard::{CachedRows, CsvRows, ColumnType, COLUMNS, COLUMN_TYPES, N_COLUMNS, ROWS_VERSION};
+use analysis::leaderboard::typed::{self, TypedRows};
+use analysis::leaderboard::{ColumnType, Row, COLUMNS, COLUMN_TYPES, N_COLUMNS, ROWS_VERSION};
 use anyhow::Context as _;
 use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
 use ::parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
@@ -49,63 +50,22 @@ const MAX_NAME_BYTES: usize = 255;
 /// A partition: its machine and engine.
 type Key = (String, String);
 
-/// One pass's rows as the export takes them, worked out on any core: parsed, checked, and
-/// their numbers parsed to their columns' types.
-struct ParsedPass {
-    rows: CsvRows,
-    /// Each row's values of its number columns, in the columns' order (0 for an empty field).
-    numbers: Vec<Number>,
+/// The rows of one pass, typed: from its cache where that holds them, and otherwise from its
+/// raw runs.
+fn parse_pass(_: &mut (), pass: PassRows<'_>) -> anyhow::Result<TypedRows> {
+    if let Some(typed) = TypedRows::decode(pass.typed) {
+        return Ok(typed);
+    }
+    // A cache whose rows could not be typed (a field not of its column's type) keeps none:
+    // worked out again, the field is named.
+    typed_rows(&super::raw_rows(pass.dir)?)
 }
 
-/// A value of an integer or a decimal column.
-#[derive(Clone, Copy)]
-enum Number {
-    Integer(i64),
-    Decimal(f64),
-}
-
-/// How many of the file's columns hold numbers.
-const N_NUMBERS: usize = {
-    let mut n = 0;
-    let mut i = 0;
-    while i < N_COLUMNS {
-        if !matches!(COLUMN_TYPES[i], ColumnType::Text) {
-            n += 1;
-        }
-        i += 1;
-    }
-    n
-};
-
-impl ParsedPass {
-    /// `rows` checked and their numbers parsed: a field that is not its column's type is the
-    /// error, naming its column.
-    fn new(rows: CsvRows) -> anyhow::Result<ParsedPass> {
-        let mut numbers = Vec::with_capacity(rows.len() * N_NUMBERS);
-        for cells in rows.iter() {
-            for (i, cell) in cells.iter().enumerate() {
-                let number = || format!("column `{}`: `{}` is not a number", COLUMNS[i], harness::progress::printable(cell));
-                let empty = cell.is_empty();
-                match COLUMN_TYPES[i] {
-                    ColumnType::Text => {}
-                    ColumnType::Integer => numbers.push(Number::Integer(if empty { 0 } else { cell.parse().with_context(number)? })),
-                    ColumnType::Decimal => numbers.push(Number::Decimal(if empty { 0.0 } else { cell.parse().with_context(number)? })),
-                }
-            }
-        }
-        Ok(ParsedPass { rows, numbers })
-    }
-}
-
-/// The rows of one pass, from its cache where every cell there is the cell as recorded, and
-/// otherwise from its raw runs.
-fn parse_pass(parsed: &mut CachedRows, pass: PassRows<'_>) -> anyhow::Result<ParsedPass> {
-    if parsed.read(pass.rows) && parsed.iter().all(|cells| analysis::leaderboard::recorded_as_is(&cells)) {
-        return ParsedPass::new(parsed.take());
-    }
-    // A cell that the spreadsheet guard may have changed: the rows as recorded come from the
-    // raw runs again, which say what the text was.
-    ParsedPass::new(CsvRows::from_rows(&super::raw_rows(pass.dir)?))
+/// `rows` typed; a field that is not its column's type is the error, naming its column.
+fn typed_rows(rows: &[Row]) -> anyhow::Result<TypedRows> {
+    TypedRows::from_rows(rows).map_err(|e| {
+        anyhow::anyhow!("column `{}`: `{}` is not a number: {}", COLUMNS[e.column], harness::progress::printable(&e.cell), e.error)
+    })
 }
 
 /// What an export wrote.
@@ -137,7 +97,7 @@ pub fn write(dirs: &[PathBuf], options: Options, out: &Path) -> anyhow::Result<(
     // (or fail) before the folder they go in is removed.
     let mut dataset = Dataset::new(partial.path(), HELD_ROWS)?;
     // Each pass's rows are parsed on every core; the dataset holds them in order.
-    let tally = for_each_pass_prepared(dirs, options, CachedRows::default, parse_pass, |pass, parsed| {
+    let tally = for_each_pass_prepared(dirs, options, || (), parse_pass, |pass, parsed| {
         let parsed = parsed.with_context(|| format!("{}", pass.dir.display()))?;
         dataset.take(pass.dir, &parsed)?;
         dataset.write_largest_while_full()
@@ -177,27 +137,22 @@ impl Dataset {
     }
 
     /// Holds the rows of the pass in `dir`, after the rows of the passes before it.
-    fn take(&mut self, dir: &Path, pass: &ParsedPass) -> anyhow::Result<()> {
-        let mut rows = pass.rows.iter().zip(pass.numbers.chunks_exact(N_NUMBERS)).peekable();
+    fn take(&mut self, dir: &Path, pass: &TypedRows) -> anyhow::Result<()> {
+        let (machines, engines) = (pass.texts(PARTITIONS[0]), pass.texts(PARTITIONS[1]));
+        let mut taken = Taken::default();
         // A run of rows of one partition at a time: a pass's rows are mostly of one machine
         // and engine.
-        while let Some((cells, numbers)) = rows.next() {
-            let key = (cells[PARTITIONS[0]].to_owned(), cells[PARTITIONS[1]].to_owned());
+        while taken.rows < pass.len() {
+            let start = taken.rows;
+            let key = (machines[start].to_owned(), engines[start].to_owned());
+            let end = (start..pass.len()).find(|&r| machines[r] != key.0 || engines[r] != key.1).unwrap_or(pass.len());
             // Checked once per partition: the folder's name must be one the file system takes.
             if !self.partitions.contains(&key) {
                 folder(&key).with_context(|| format!("{}", dir.display()))?;
                 self.partitions.insert(key.clone());
             }
-            let same = |(cells, _): &([&str; N_COLUMNS], &[Number])| cells[PARTITIONS[0]] == key.0 && cells[PARTITIONS[1]] == key.1;
-            let mut run = vec![(cells, numbers)];
-            while let Some(row) = rows.next_if(same) {
-                run.push(row);
-            }
-            let held = self.held.entry(key).or_default();
-            for (cells, numbers) in &run {
-                held.push(cells, numbers);
-            }
-            self.n_held += run.len();
+            self.held.entry(key).or_default().append(pass, end, &mut taken);
+            self.n_held += end - start;
         }
         Ok(())
     }
@@ -323,7 +278,8 @@ struct Texts {
 }
 
 impl Texts {
-    fn push(&mut self, text: &str) {
+    /// `n` values of `text`, after those held.
+    fn push(&mut self, text: &str, n: usize) {
         let same = self.runs.last().is_some_and(|&(start, end)| self.bytes[start..end] == *text.as_bytes());
         if !same {
             let start = self.bytes.len();
@@ -331,7 +287,7 @@ impl Texts {
             self.runs.push((start, self.bytes.len()));
         }
         let run = u32::try_from(self.runs.len() - 1).expect("fewer than 2³² rows are held");
-        self.values.push(run);
+        self.values.extend(std::iter::repeat_n(run, n));
     }
 
     /// The values as the writer takes them: slices of one buffer, no text copied.
@@ -358,29 +314,36 @@ impl Default for Held {
     }
 }
 
+/// How much of a pass has been held: its rows, and each column's values (nulls left out).
+#[derive(Default)]
+struct Taken {
+    rows: usize,
+    values: [usize; N_COLUMNS],
+}
+
 impl Held {
-    /// Adds a row: its cells, and its numbers as [`ParsedPass`] parsed them.
-    fn push(&mut self, cells: &[&str; N_COLUMNS], numbers: &[Number]) {
-        let mut numbers = numbers.iter();
-        for (i, cell) in cells.iter().enumerate() {
-            let number = match COLUMN_TYPES[i] {
-                ColumnType::Text => None,
-                ColumnType::Integer | ColumnType::Decimal => numbers.next().copied(),
-            };
-            let Some(at) = file_column(i) else { continue };
+    /// Adds the pass's rows after those `taken` up to row `end`, column by column.
+    fn append(&mut self, pass: &TypedRows, end: usize, taken: &mut Taken) {
+        for (at, i) in file_columns().enumerate() {
+            let from = pass.column(i);
             let column = &mut self.columns[at];
-            column.defined.push(i16::from(!cell.is_empty()));
-            if cell.is_empty() {
-                continue;
+            let defined = &from.defined[taken.rows..end];
+            column.defined.extend(defined.iter().map(|&d| i16::from(d)));
+            let values = taken.values[i]..taken.values[i] + defined.iter().filter(|&&d| d).count();
+            match (&mut column.values, &from.values) {
+                (Values::Text(texts), typed::Values::Text(from)) => {
+                    for (text, n) in from.runs_in(values.clone()) {
+                        texts.push(text, n);
+                    }
+                }
+                (Values::Integer(held), typed::Values::Integer(from)) => held.extend_from_slice(&from[values.clone()]),
+                (Values::Decimal(held), typed::Values::Decimal(from)) => held.extend_from_slice(&from[values.clone()]),
+                _ => unreachable!("typed rows hold each column as its type"),
             }
-            match (&mut column.values, number) {
-                (Values::Text(texts), _) => texts.push(cell),
-                (Values::Integer(values), Some(Number::Integer(n))) => values.push(n),
-                (Values::Decimal(values), Some(Number::Decimal(n))) => values.push(n),
-                _ => unreachable!("a number of its column's type"),
-            }
+            taken.values[i] = values.end;
         }
-        self.rows += 1;
+        self.rows += end - taken.rows;
+        taken.rows = end;
     }
 }
 
@@ -424,11 +387,6 @@ pub fn partition_value(value: &str) -> String {
 /// The columns a file holds: all but the partitions, in the CSV's order.
 fn file_columns() -> impl Iterator<Item = usize> {
     (0..COLUMNS.len()).filter(|i| !PARTITIONS.contains(i))
-}
-
-/// Where the CSV's column `i` is among [`file_columns`]; `None` for a partition.
-fn file_column(i: usize) -> Option<usize> {
-    (!PARTITIONS.contains(&i)).then(|| i - PARTITIONS.iter().filter(|&&p| p < i).count())
 }
 
 fn schema() -> anyhow::Result<Type> {
@@ -482,7 +440,6 @@ fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use analysis::leaderboard::Row;
 
     fn row(machine: &str, engine: &str, median: &str) -> Row {
         let mut row: Row = std::array::from_fn(|_| String::new());
@@ -493,7 +450,7 @@ mod tests {
     /// Holds a pass's rows as the export does: whole, then the largest partitions written
     /// while full.
     fn hold(dataset: &mut Dataset, dir: &Path, rows: Vec<Row>) -> anyhow::Result<()> {
-        let parsed = ParsedPass::new(CsvRows::from_rows(&rows)).with_context(|| format!("{}", dir.display()))?;
+        let parsed = typed_rows(&rows).with_context(|| format!("{}", dir.display()))?;
         dataset.take(dir, &parsed)?;
         dataset.write_largest_while_full()
     }
