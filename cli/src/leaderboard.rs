@@ -153,8 +153,7 @@ fn read_slice<S, T: Send>(
             // A folder that may not be written still reads: the rows are here either way.
             if let Some(stamp) = &made.stamp {
                 let c = &made.cached;
-                if leaderboard_cache::write(dir, stamp, ROWS_VERSION, c).unwrap_or(false)
-                {
+                if leaderboard_cache::write(dir, stamp, ROWS_VERSION, c).unwrap_or(false) {
                     tally.caches_written += 1;
                 }
             }
@@ -316,13 +315,6 @@ pub fn write_cache(dir: &Path) -> anyhow::Result<bool> {
     let Some(stamp) = &made.stamp else {
         return Ok(false);
     };
-    let c = &made.cached;
-    leaderboard_cache::write(dir, stamp, ROWS_VERSION, c).with_context(
-        || {
-            format!(
-                "writing {}",
-                dir.join(leaderboard_cache::CACHE_FILE).display()
-            )
-        },
-    )
+    leaderboard_cache::write(dir, stamp, ROWS_VERSION, &made.cached)
+        .with_context(|| format!("writing {}", dir.join(leaderboard_cache::CACHE_FILE).display()))
 }
