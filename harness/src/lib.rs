@@ -17,6 +17,7 @@ pub mod installs;
 pub mod memory;
 pub mod plan;
 pub mod platform;
+pub mod ports;
 pub mod probe;
 pub mod prometheus;
 pub mod progress;

@@ -119,7 +119,8 @@ fn real_demo(engines: &[&str], out: Option<PathBuf>) -> anyhow::Result<()> {
     let mut plan_text = String::from("# Written by `cargo xtask demo`.\nname = \"demo-real\"\n\n");
     let (mut models, mut cells) = (String::new(), String::new());
     for engine in engines {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        // Not port 0 handed on: an outgoing connection could take it before the engine binds it.
+        let port = harness::ports::unclaimed_port();
         let (e, m, c) = engine_entries(engine, port)?;
         plan_text.push_str(&e);
         models.push_str(&m);

@@ -204,7 +204,7 @@ fn a_plans_agent_workload_runs_its_sessions_at_its_own_concurrency() {
     let _one_at_a_time = engine_lock();
     let tmp = temp_dir();
     let plan = tmp.path().join("agent.toml");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     std::fs::write(
         &plan,
         format!(

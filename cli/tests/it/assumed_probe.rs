@@ -6,10 +6,6 @@
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 #[test]
 fn assumed_values_are_probed_recorded_and_contradictions_warned() {
     let tmp = temp_dir();

@@ -3,10 +3,6 @@
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Two reference engines benchpass starts, on `p1` and `p2`, one sustained run each.
 fn two_engine_plan(dir: &std::path::Path, p1: u16, p2: u16) -> std::path::PathBuf {
     let plan = dir.join("two.toml");
@@ -77,4 +73,29 @@ fn a_dry_run_and_plan_check_do_not_look_at_ports() {
     let plan = two_engine_plan(tmp.path(), port, port);
     assert!(benchpass(&["plan", "check", plan.to_str().unwrap()]).status.success());
     assert!(benchpass(&["run", plan.to_str().unwrap(), "--dry-run"]).status.success());
+}
+
+#[test]
+fn a_port_an_outgoing_connection_holds_is_named_as_such_with_where_ports_are_safe() {
+    let _one_at_a_time = engine_lock();
+    // A connection's own end: bound by the kernel from its ephemeral range, listening on nothing.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
+    let port = client.local_addr().unwrap().port();
+    let tmp = temp_dir();
+    let plan = two_engine_plan(tmp.path(), port, free_port());
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let first = harness::ports::first_ephemeral();
+    assert!(
+        stderr.contains(&format!(
+            "engine `a` (http://127.0.0.1:{port}): port {port} is taken by a socket that does not listen, most likely an outgoing \
+             connection's local end (the kernel hands those ports out; a port below {first} is never handed out that way)"
+        )),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "no pass folder");
+    drop(client);
 }

@@ -8,10 +8,6 @@ use harness::pass::{read_pass, PassStatus};
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A plan in `dir/plans/` with one reference engine per `starts` entry (each a `start`
 /// array's inner text), every one clearing `kv_cache_dir`, one sustained run per cell.
 fn plan(dir: &Path, kv_cache_dir: &str, starts: &[String]) -> PathBuf {

@@ -218,7 +218,7 @@ fn omlx_has_the_cache_folder_its_settings_name_cleared_and_nothing_else() {
     std::fs::write(ssd.join("b.safetensors"), [0u8; 5]).unwrap();
     std::fs::create_dir_all(&base).unwrap();
     std::fs::write(base.join("settings.json"), serde_json::json!({"cache": {"enabled": true, "ssd_cache_dir": ssd}}).to_string()).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let plan = write_plan(
         tmp.path(),
         "omlx.toml",

@@ -23,7 +23,7 @@ fn a_real_llama_cpp_server_is_measured_and_reconciled_with_its_own_timings() {
     // noise on a loaded 2-core machine to stay far below the 5 % reconciliation margin (the
     // tiny model's ~1700 tok/s spans 37 ms).
     let model = dir.join("models/small.gguf");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let plan = tmp.path().join("llama.toml");
     std::fs::write(
         &plan,

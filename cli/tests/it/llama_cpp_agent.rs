@@ -29,7 +29,7 @@ fn a_real_llama_cpp_server_reuses_its_prompt_cache_across_an_agent_sessions_turn
     // The tiny model prefills ~15k tok/s on one thread: a whole 10k-token session without the
     // cache stays within seconds, and prefill still dominates each turn's first token.
     let model = dir.join("models/tiny.gguf");
-    let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = || free_port();
     // --jinja: llama-server accepts `tools` only with its Jinja chat templates. The model was
     // made with a 4k context and the session reaches about 10k tokens: llama-server caps a
     // slot's context at the model's training context, so the model's metadata says 32k

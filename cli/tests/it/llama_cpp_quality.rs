@@ -17,7 +17,7 @@ fn install() -> Option<std::path::PathBuf> {
 /// A plan of one quality workload (every prompt once, the repeated ten twice) over `models`.
 fn plan(dir: &std::path::Path, name: &str, models: &[&str]) -> std::path::PathBuf {
     let server = dir.join("bin/llama-server");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let mut text = format!(
         r#"
 name = "{name}"

@@ -9,7 +9,7 @@ use crate::support::*;
 fn omlx_draft_acceptance_comes_from_its_log_and_its_short_stops_are_explained() {
     let _one_at_a_time = engine_lock();
     let tmp = temp_dir();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     // The preset's own cache folder is in the real home; the test clears one of its own.
     let cache = tmp.path().join("omlx-cache");
     let plan = tmp.path().join("omlx.toml");

@@ -14,7 +14,7 @@ fn install() -> Option<std::path::PathBuf> {
 /// offline, and no `version_command`: the preset's `mlx_lm --version` is found beside
 /// `mlx_lm.server` and run.
 fn engine_section(dir: &std::path::Path) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     format!(
         r#"[[engines]]
 name = "mlx-lm"

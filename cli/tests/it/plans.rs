@@ -5,10 +5,6 @@ use harness::pass::{read_pass, Workload};
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A seed-protocol-shaped plan: two engines (plain decoding, and one that stops at 40 tokens),
 /// a KV-cache folder to clear, sustained then the prompt matrix.
 fn seed_like_plan(dir: &std::path::Path) -> std::path::PathBuf {

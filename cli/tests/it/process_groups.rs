@@ -11,10 +11,6 @@ use harness::pass::{read_pass, PassStatus};
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A plan with one engine started by `start` (a TOML array's inner text) on `port`, one cell,
 /// `runs` sustained runs of 64 tokens.
 fn plan(dir: &Path, start: &str, port: u16, runs: u32) -> PathBuf {

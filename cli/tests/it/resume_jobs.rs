@@ -15,10 +15,6 @@ use serde_json::Value;
 
 use crate::support::*;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// A one-cell plan on the sim (started with `sim_args`) with one workload, `workload` (its
 /// TOML lines).
 fn plan(dir: &Path, sim_args: &str, workload: &str) -> PathBuf {

@@ -9,6 +9,12 @@ use harness::pass::{read_pass, Pass};
 
 pub const BENCHPASS: &str = env!("CARGO_BIN_EXE_benchpass");
 
+/// A loopback port for an engine a plan starts: one that outgoing connections cannot take
+/// meanwhile (see [`harness::ports`]).
+pub fn free_port() -> u16 {
+    harness::ports::unclaimed_port()
+}
+
 /// One reference engine at a time: tests that assert timings must not share two cores with
 /// another test's engine and client.
 pub fn engine_lock() -> MutexGuard<'static, ()> {

@@ -123,6 +123,13 @@ fn port_taken(url: &str) -> Option<String> {
     }
     let who = match crate::memory::listener_of(url) {
         Some(listener) => listener.describe(),
+        // Bound, yet nothing accepts: most often an outgoing connection's own end, which the
+        // kernel takes from its ephemeral range (and keeps a minute in TIME_WAIT).
+        None if !answers => format!(
+            "a socket that does not listen, most likely an outgoing connection's local end (the kernel hands those ports out; \
+             a port below {} is never handed out that way)",
+            crate::ports::first_ephemeral()
+        ),
         None => format!("a process this machine does not name (another user's, or one in a container: `lsof -i :{port}` may say)"),
     };
     Some(format!("port {port} is taken by {who}"))
