@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use analysis::leaderboard::{csv_of, ROWS_VERSION};
 use anyhow::Context as _;
-use harness::pass::leaderboard_cache::{self, Cached, Stamp};
+use harness::pass::leaderboard_cache::{self, Cached, Parts, Stamp};
 use harness::pass::store::read_passes_keeping;
 
 /// How many passes are read at once: enough to keep every core busy on raw runs, few enough
@@ -40,11 +40,13 @@ pub struct Tally {
 }
 
 /// One pass's rows, as the leaderboard CSV holds them and typed (`leaderboard.cache` says
-/// both).
+/// both), each where the reader asked for it ([`Parts`]).
 pub struct PassRows<'a> {
     pub dir: &'a Path,
+    /// Empty where the typed rows alone were asked for and came from the cache.
     pub rows: &'a [u8],
-    /// `analysis::leaderboard::typed`'s bytes; empty where the rows could not be typed.
+    /// `analysis::leaderboard::typed`'s bytes; empty where the rows could not be typed, or
+    /// where the CSV rows alone were asked for and came from the cache.
     pub typed: &'a [u8],
 }
 
@@ -55,7 +57,7 @@ pub fn for_each_pass(
     options: Options,
     mut sink: impl FnMut(PassRows<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<Tally> {
-    for_each_pass_prepared(dirs, options, || (), |_, _| (), |pass, ()| sink(pass))
+    for_each_pass_prepared(dirs, options, Parts::Rows, || (), |_, _| (), |pass, ()| sink(pass))
 }
 
 /// As [`for_each_pass`], with `prepare` run over each pass's rows on every core before `sink`
@@ -65,10 +67,12 @@ pub fn for_each_pass(
 ///
 /// A slice of passes is read and prepared on a thread of its own while `sink` takes the slice
 /// before it: no core waits for the other's part. Two slices are in memory at most, the one
-/// `sink` takes and the one being read.
+/// `sink` takes and the one being read. Of a cache, only the `parts` asked for are read
+/// (`--verify` compares, and so reads, both).
 pub fn for_each_pass_prepared<S, T: Send>(
     dirs: &[PathBuf],
     options: Options,
+    parts: Parts,
     state: impl Fn() -> S + Sync,
     prepare: impl Fn(&mut S, PassRows<'_>) -> T + Sync,
     mut sink: impl FnMut(PassRows<'_>, T) -> anyhow::Result<()>,
@@ -88,7 +92,7 @@ pub fn for_each_pass_prepared<S, T: Send>(
             .spawn_scoped(scope, move || {
                 let mut tally = Tally::default();
                 for slice in dirs.chunks(SLICE) {
-                    let passes = read_slice(slice, options, state, prepare, &mut tally);
+                    let passes = read_slice(slice, options, parts, state, prepare, &mut tally);
                     let failed = passes.is_err();
                     // The caller has stopped (an error of its own) or this read failed.
                     if slices.send(passes).is_err() || failed {
@@ -126,13 +130,16 @@ pub fn for_each_pass_prepared<S, T: Send>(
 fn read_slice<S, T: Send>(
     slice: &[PathBuf],
     options: Options,
+    parts: Parts,
     state: &(impl Fn() -> S + Sync),
     prepare: &(impl Fn(&mut S, PassRows<'_>) -> T + Sync),
     tally: &mut Tally,
 ) -> anyhow::Result<Vec<(Cached, T)>> {
+    // What --verify compares is the whole cache.
+    let parts = if options.verify { Parts::Both } else { parts };
     // A cache is prepared where it is read, on the same worker.
     let read = in_parallel(slice, state, |state, dir| {
-        let cached = leaderboard_cache::read(dir, ROWS_VERSION).ok()?;
+        let cached = leaderboard_cache::read(dir, ROWS_VERSION, parts).ok()?;
         let prepared = prepare(state, PassRows { dir, rows: &cached.rows, typed: &cached.typed });
         Some((cached, prepared))
     });

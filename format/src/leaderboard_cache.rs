@@ -127,10 +127,11 @@ pub struct CacheHeader {
 pub struct Cached {
     pub pass_id: String,
     pub damage: Vec<String>,
-    /// The pass's rows, as the leaderboard CSV holds them (no header line).
+    /// The pass's rows, as the leaderboard CSV holds them (no header line); empty where
+    /// [`Parts::Typed`] alone was read.
     pub rows: Vec<u8>,
     /// The same rows typed, as `analysis::leaderboard::typed` encodes them (empty where they
-    /// could not be typed).
+    /// could not be typed, or where [`Parts::Rows`] alone was read).
     pub typed: Vec<u8>,
 }
 
@@ -145,9 +146,31 @@ pub enum Miss {
     Stale,
 }
 
+/// Which parts of a cache a reader takes: the CSV's reader needs no typed rows and the
+/// Parquet export no CSV rows, and neither reads the other's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parts {
+    Rows,
+    Typed,
+    Both,
+}
+
+impl Parts {
+    fn rows(self) -> bool {
+        self != Parts::Typed
+    }
+
+    fn typed(self) -> bool {
+        self != Parts::Rows
+    }
+}
+
 /// The cache of the pass in `dir`, when it matches `rows_version` and the raw files as they
-/// are now.
-pub fn read(dir: &Path, rows_version: &str) -> Result<Cached, Miss> {
+/// are now, with the `parts` asked for (a part not asked for is left empty). Whichever parts
+/// are read, the file is checked whole: its length is the header's, and the CSV rows end a
+/// line where the typed rows begin.
+pub fn read(dir: &Path, rows_version: &str, parts: Parts) -> Result<Cached, Miss> {
+    use std::io::{BufRead as _, Seek as _};
     let path = dir.join(CACHE_FILE);
     let meta = match fs::symlink_metadata(&path) {
         Ok(meta) => meta,
@@ -159,39 +182,66 @@ pub fn read(dir: &Path, rows_version: &str) -> Result<Cached, Miss> {
     }
     // Stamped before the cache is read: a write of the raw files from here on is a new ctime.
     let now = Stamp::of(dir).map_err(|_| Miss::Stale)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
     let file = fs::File::open(&path).map_err(|_| Miss::Unreadable)?;
-    file.take(MAX_CACHE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|_| Miss::Unreadable)?;
-    if bytes.len() as u64 > MAX_CACHE_BYTES {
+    // The length of what was opened (a rename since the stat above is another file).
+    let len = file.metadata().map_err(|_| Miss::Unreadable)?.len();
+    if len > MAX_CACHE_BYTES {
         return Err(Miss::Unreadable);
     }
-    let end = memchr_newline(&bytes).ok_or(Miss::Unreadable)?;
-    let header: CacheHeader =
-        serde_json::from_slice(&bytes[..end]).map_err(|_| Miss::Unreadable)?;
+    let mut file = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    file.by_ref()
+        .take(MAX_CACHE_BYTES)
+        .read_until(b'\n', &mut line)
+        .map_err(|_| Miss::Unreadable)?;
+    if line.pop() != Some(b'\n') {
+        return Err(Miss::Unreadable);
+    }
+    let header: CacheHeader = serde_json::from_slice(&line).map_err(|_| Miss::Unreadable)?;
     if header.format != CACHE_FORMAT || header.rows_version != rows_version || header.stamp != now {
         return Err(Miss::Stale);
     }
-    let mut rows = bytes.split_off(end + 1);
-    let whole = header.rows_bytes.checked_add(header.typed_bytes) == Some(rows.len() as u64);
+    let body = line.len() as u64 + 1;
+    let whole = body
+        .checked_add(header.rows_bytes)
+        .and_then(|n| n.checked_add(header.typed_bytes))
+        == Some(len);
     if !whole {
         return Err(Miss::Unreadable);
     }
-    let typed = rows.split_off(header.rows_bytes as usize);
-    if rows.last().is_some_and(|b| *b != b'\n') {
-        return Err(Miss::Unreadable);
-    }
+    let exactly = |file: &mut std::io::BufReader<fs::File>, n: u64| -> Result<Vec<u8>, Miss> {
+        let mut bytes = vec![0; usize::try_from(n).map_err(|_| Miss::Unreadable)?];
+        file.read_exact(&mut bytes).map_err(|_| Miss::Unreadable)?;
+        Ok(bytes)
+    };
+    let rows = if parts.rows() {
+        let rows = exactly(&mut file, header.rows_bytes)?;
+        if rows.last().is_some_and(|b| *b != b'\n') {
+            return Err(Miss::Unreadable);
+        }
+        rows
+    } else if header.rows_bytes > 0 {
+        // Only the CSV rows' last byte, which must end a line.
+        file.seek(std::io::SeekFrom::Start(body + header.rows_bytes - 1))
+            .map_err(|_| Miss::Unreadable)?;
+        if exactly(&mut file, 1)? != b"\n" {
+            return Err(Miss::Unreadable);
+        }
+        Vec::new()
+    } else {
+        Vec::new()
+    };
+    let typed = if parts.typed() {
+        exactly(&mut file, header.typed_bytes)?
+    } else {
+        Vec::new()
+    };
     Ok(Cached {
         pass_id: header.pass_id,
         damage: header.damage,
         rows,
         typed,
     })
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
 }
 
 /// Writes the cache of the pass in `dir`: `cached` worked out from the raw files as `stamp`
@@ -259,6 +309,23 @@ mod tests {
         }
     }
 
+    /// The cache of `dir` read each way, which must agree on a miss.
+    fn read_each(dir: &Path, rows_version: &str) -> Result<Cached, Miss> {
+        let both = read(dir, rows_version, Parts::Both);
+        let only = |parts| read(dir, rows_version, parts);
+        match &both {
+            Ok(whole) => {
+                assert_eq!(only(Parts::Rows), Ok(Cached { typed: Vec::new(), ..whole.clone() }));
+                assert_eq!(only(Parts::Typed), Ok(Cached { rows: Vec::new(), ..whole.clone() }));
+            }
+            Err(miss) => {
+                assert_eq!(only(Parts::Rows), Err(*miss), "the CSV rows alone");
+                assert_eq!(only(Parts::Typed), Err(*miss), "the typed rows alone");
+            }
+        }
+        both
+    }
+
     fn pass() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(PASS_FILE), "{}\n").unwrap();
@@ -271,9 +338,9 @@ mod tests {
         let dir = pass();
         let stamp = Stamp::of(dir.path()).unwrap();
         assert!(write(dir.path(), &stamp, "v1", &cached(&["a note"])).unwrap());
-        assert_eq!(read(dir.path(), "v1").unwrap(), cached(&["a note"]));
+        assert_eq!(read_each(dir.path(), "v1").unwrap(), cached(&["a note"]));
         assert_eq!(
-            read(dir.path(), "v2"),
+            read_each(dir.path(), "v2"),
             Err(Miss::Stale),
             "rows of other code"
         );
@@ -284,7 +351,7 @@ mod tests {
             .unwrap()
             .write_all(b"\n")
             .unwrap();
-        assert_eq!(read(dir.path(), "v1"), Err(Miss::Stale));
+        assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Stale));
         // A stamp taken before the raw files changed writes nothing.
         assert!(!write(dir.path(), &stamp, "v1", &cached(&[])).unwrap());
     }
@@ -292,33 +359,33 @@ mod tests {
     #[test]
     fn a_cache_that_is_not_one_is_unreadable_and_none_is_absent() {
         let dir = pass();
-        assert_eq!(read(dir.path(), "v1"), Err(Miss::Absent));
+        assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Absent));
         for bytes in [&b""[..], b"{}", b"not json\n", b"{\"format\":1}\nrows\n"] {
             fs::write(dir.path().join(CACHE_FILE), bytes).unwrap();
-            assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "{bytes:?}");
+            assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Unreadable), "{bytes:?}");
         }
         let stamp = Stamp::of(dir.path()).unwrap();
         write(dir.path(), &stamp, "v1", &cached(&[])).unwrap();
         let text = fs::read(dir.path().join(CACHE_FILE)).unwrap();
         for (cut, what) in [(1, "typed rows cut short"), (TYPED.len(), "no typed rows"), (TYPED.len() + 1, "CSV rows cut short")] {
             fs::write(dir.path().join(CACHE_FILE), &text[..text.len() - cut]).unwrap();
-            assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "{what}");
+            assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Unreadable), "{what}");
         }
         let mut longer = text.clone();
         longer.push(b'\n');
         fs::write(dir.path().join(CACHE_FILE), &longer).unwrap();
-        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "a byte more");
+        assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Unreadable), "a byte more");
         // The CSV rows' length moved into the typed rows: the CSV no longer ends a line.
         let header_end = text.iter().position(|&b| b == b'\n').unwrap();
         let header = String::from_utf8(text[..header_end].to_vec()).unwrap();
         let moved = header.replace("\"rows_bytes\":6,\"typed_bytes\":11", "\"rows_bytes\":5,\"typed_bytes\":12");
         assert_ne!(moved, header);
         fs::write(dir.path().join(CACHE_FILE), [moved.as_bytes(), &text[header_end..]].concat()).unwrap();
-        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "rows that end mid-line");
+        assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Unreadable), "rows that end mid-line");
         fs::File::create(dir.path().join(CACHE_FILE))
             .unwrap()
             .set_len(MAX_CACHE_BYTES + 1)
             .unwrap();
-        assert_eq!(read(dir.path(), "v1"), Err(Miss::Unreadable), "too large");
+        assert_eq!(read_each(dir.path(), "v1"), Err(Miss::Unreadable), "too large");
     }
 }

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use analysis::leaderboard::typed::{self, TypedRows};
 use analysis::leaderboard::{ColumnType, Row, COLUMNS, COLUMN_TYPES, N_COLUMNS, ROWS_VERSION};
 use anyhow::Context as _;
+use harness::pass::leaderboard_cache::Parts;
 use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
 use ::parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use ::parquet::file::metadata::KeyValue;
@@ -97,7 +98,7 @@ pub fn write(dirs: &[PathBuf], options: Options, out: &Path) -> anyhow::Result<(
     // (or fail) before the folder they go in is removed.
     let mut dataset = Dataset::new(partial.path(), HELD_ROWS)?;
     // Each pass's rows are parsed on every core; the dataset holds them in order.
-    let tally = for_each_pass_prepared(dirs, options, || (), parse_pass, |pass, parsed| {
+    let tally = for_each_pass_prepared(dirs, options, Parts::Typed, || (), parse_pass, |pass, parsed| {
         let parsed = parsed.with_context(|| format!("{}", pass.dir.display()))?;
         dataset.take(pass.dir, &parsed)?;
         dataset.write_largest_while_full()
