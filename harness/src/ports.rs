@@ -42,7 +42,7 @@ fn first_unbound(mut candidates: impl Iterator<Item = u16>) -> Option<u16> {
 fn below_ephemeral() -> Range<u16> {
     // A range that starts below the floor leaves too few ports under it: take the floor's
     // thousand and let the bind check skip any that are taken.
-    FLOOR..first_ephemeral().min(32_768).max(FLOOR + 1_000)
+    FLOOR..first_ephemeral().clamp(FLOOR + 1_000, 32_768)
 }
 
 /// The first port the kernel hands out to outgoing connections: Linux says where its range
