@@ -46,22 +46,29 @@ fn a_busy_port_of_the_second_engine_stops_the_plan_before_the_first_cell_naming_
     assert!(!out.exists(), "no pass folder");
 }
 
+/// The plan run with engine `a` on `port`, which is taken: refused with exit status 1 and no
+/// pass folder; its stderr.
+fn refused_with_first_port(port: u16) -> String {
+    let tmp = temp_dir();
+    let plan = two_engine_plan(tmp.path(), port, free_port());
+    let out = tmp.path().join("pass");
+    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!out.exists(), "no pass folder");
+    stderr
+}
+
 #[test]
 fn a_port_listened_on_at_every_address_is_taken_for_loopback_too() {
     let _one_at_a_time = engine_lock();
     // Listened on at 0.0.0.0, never accepted from: the engine on 127.0.0.1 could not bind it.
     let holder = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
     let port = holder.local_addr().unwrap().port();
-    let tmp = temp_dir();
-    let plan = two_engine_plan(tmp.path(), port, free_port());
-    let out = tmp.path().join("pass");
-    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let stderr = refused_with_first_port(port);
     // The test binary holds it: named by its pid.
     assert!(stderr.contains(&format!("engine `a` (http://127.0.0.1:{port}): port {port} is taken by ")), "{stderr}");
     assert!(stderr.contains(&format!("(pid {}, listening on port {port})", std::process::id())), "{stderr}");
-    assert!(!out.exists(), "no pass folder");
     drop(holder);
 }
 
@@ -82,12 +89,7 @@ fn a_port_an_outgoing_connection_holds_is_named_as_such_with_where_ports_are_saf
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let client = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
     let port = client.local_addr().unwrap().port();
-    let tmp = temp_dir();
-    let plan = two_engine_plan(tmp.path(), port, free_port());
-    let out = tmp.path().join("pass");
-    let output = benchpass(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--progress", "quiet"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let stderr = refused_with_first_port(port);
     let first = harness::ports::first_ephemeral();
     assert!(
         stderr.contains(&format!(
@@ -96,6 +98,5 @@ fn a_port_an_outgoing_connection_holds_is_named_as_such_with_where_ports_are_saf
         )),
         "{stderr}"
     );
-    assert!(!out.exists(), "no pass folder");
     drop(client);
 }
