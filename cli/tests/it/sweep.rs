@@ -271,17 +271,20 @@ fn a_sweep_past_the_servers_batch_width_has_its_knee_there() {
 
 #[test]
 fn stop_at_saturation_leaves_out_the_levels_past_two_saturated_ones_and_says_so() {
-    // As above, the sim saturates at 2 streams. 16 runs a level: at 4 streams 14 of 16 TTFTs
-    // wait one request (median 115 ms); at 8, six requests queue behind the two slots, and most
-    // TTFTs wait three (median about 305 ms), at the same 337 tok/s. So 2 → 4 and 4 → 8 are
-    // both past the knee: the sweep stops after 8, and 16 streams never run.
+    // As above, the sim saturates at 2 streams; 96 tokens at 200 tok/s take 480 ms. 16 runs a
+    // level: at 2 streams none waits; at 4 most wait one request, at 8 most wait three, at the
+    // same output tok/s. So 2 → 4 and 4 → 8 are both past the knee: the sweep stops after 8,
+    // and 16 streams never run. Output tok/s at 2 streams falls short of 4's only by the
+    // client's turnaround between a stream's requests (a slot idles then at 2 streams, never
+    // at 4): at 480 ms a request that stays under the 2 % band floor up to about 10 ms, where
+    // at 80 ms (16 tokens) a debug build on two busy cores went past it.
     let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000", "--batch-width", "2"]);
     let tmp = temp_dir();
     let dir = tmp.path().join("stopped");
     let d = dir.to_str().unwrap();
     let run = benchpass(&[
-        "run", "--url", &sim.url, "--model", "sim-model", "--out", d, "--progress", "quiet", "--concurrency", "1,2,4,8,16", "--runs", "16", "--max-tokens",
-        "16", "--stop-at-saturation", "--no-self-check",
+        "run", "--url", &sim.url, "--model", "sim-model", "--out", d, "--progress", "quiet", "--concurrency", "2,4,8,16", "--runs", "16", "--max-tokens",
+        "96", "--stop-at-saturation", "--no-self-check",
     ]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let stderr = String::from_utf8_lossy(&run.stderr);
