@@ -241,18 +241,20 @@ fn every_table_of_a_sweep_tells_its_levels_apart_by_a_streams_column() {
 
 #[test]
 fn a_sweep_past_the_servers_batch_width_has_its_knee_there() {
-    // The sim serves 2 requests at once, each 20 ms then 16 tokens at 200 tok/s (95 ms in all).
-    // At 1 and 2 streams no request waits: TTFT 20 ms, output 16 ÷ 95 ms per stream (168, then
-    // 337 tok/s). At 4 streams two wait a whole request for a slot at every turn: output stays
-    // at 337 tok/s while six of the eight TTFTs are 115 ms (median 115). So the knee is at 2
+    // The sim serves 2 requests at once, each 20 ms then 96 tokens at 200 tok/s (500 ms in all).
+    // At 1 and 2 streams no request waits: TTFT 20 ms, output 96 ÷ 500 ms per stream (192, then
+    // 384 tok/s). At 4 streams two wait a whole request for a slot at every turn: output stays
+    // at 384 tok/s while six of the eight TTFTs are 520 ms (median 520). So the knee is at 2
     // streams, and under a 60 ms TTFT objective 2 streams is also the largest level at which
-    // every run met it (at 4, two of eight did).
+    // every run met it (at 4, two of eight did). Requests this long keep the client's
+    // turnaround between a stream's requests, which idles a slot at 2 streams and never at 4,
+    // under the 2 % band floor that 2 → 4's gain in output tok/s is held to.
     let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000", "--batch-width", "2"]);
     let tmp = temp_dir();
     let dir = tmp.path().join("knee");
     let d = dir.to_str().unwrap();
     let run = benchpass(&[
-        "run", "--url", &sim.url, "--model", "sim-model", "--out", d, "--progress", "quiet", "--concurrency", "1,2,4", "--runs", "8", "--max-tokens", "16",
+        "run", "--url", &sim.url, "--model", "sim-model", "--out", d, "--progress", "quiet", "--concurrency", "1,2,4", "--runs", "8", "--max-tokens", "96",
         "--slo", "ttft=60ms", "--json",
     ]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -271,13 +273,13 @@ fn a_sweep_past_the_servers_batch_width_has_its_knee_there() {
 
 #[test]
 fn stop_at_saturation_leaves_out_the_levels_past_two_saturated_ones_and_says_so() {
-    // As above, the sim saturates at 2 streams; 96 tokens at 200 tok/s take 480 ms. 16 runs a
-    // level: at 2 streams none waits; at 4 most wait one request, at 8 most wait three, at the
-    // same output tok/s. So 2 → 4 and 4 → 8 are both past the knee: the sweep stops after 8,
-    // and 16 streams never run. Output tok/s at 2 streams falls short of 4's only by the
-    // client's turnaround between a stream's requests (a slot idles then at 2 streams, never
-    // at 4): at 480 ms a request that stays under the 2 % band floor up to about 10 ms, where
-    // at 80 ms (16 tokens) a debug build on two busy cores went past it.
+    // As above, the sim saturates at 2 streams; a request takes 20 ms, then 96 tokens at 200
+    // tok/s: 500 ms. 16 runs a level: at 2 streams none waits; at 4 most wait one request, at 8
+    // most wait three, at the same output tok/s. So 2 → 4 and 4 → 8 are both past the knee: the
+    // sweep stops after 8, and 16 streams never run. Output tok/s at 2 streams falls short of
+    // 4's only by the client's turnaround between a stream's requests (a slot idles then at 2
+    // streams, never at 4): at 500 ms a request that stays under the 2 % band floor up to about
+    // 10 ms, where at 95 ms (16 tokens) a debug build on two busy cores went past it.
     let sim = Sim::start(&["--decode-tps", "200", "--prefill-tps", "1000000", "--batch-width", "2"]);
     let tmp = temp_dir();
     let dir = tmp.path().join("stopped");
