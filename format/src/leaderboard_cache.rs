@@ -220,15 +220,15 @@ pub fn read(dir: &Path, rows_version: &str, parts: Parts) -> Result<Cached, Miss
             return Err(Miss::Unreadable);
         }
         rows
-    } else if header.rows_bytes > 0 {
-        // Only the CSV rows' last byte, which must end a line.
-        file.seek(std::io::SeekFrom::Start(body + header.rows_bytes - 1))
-            .map_err(|_| Miss::Unreadable)?;
-        if exactly(&mut file, 1)? != b"\n" {
-            return Err(Miss::Unreadable);
-        }
-        Vec::new()
     } else {
+        // Only the CSV rows' last byte, which must end a line.
+        if header.rows_bytes > 0 {
+            file.seek(std::io::SeekFrom::Start(body + header.rows_bytes - 1))
+                .map_err(|_| Miss::Unreadable)?;
+            if exactly(&mut file, 1)? != b"\n" {
+                return Err(Miss::Unreadable);
+            }
+        }
         Vec::new()
     };
     let typed = if parts.typed() {
