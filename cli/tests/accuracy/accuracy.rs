@@ -60,8 +60,9 @@ struct Timing {
     decode_errors: Vec<f64>,
     /// |the sim's first-to-last-token span − its schedule's|, ms.
     sim_decode_strays_ms: Vec<f64>,
-    /// Each run's figures, for the message when the medians miss.
-    runs: Vec<String>,
+    /// Each run's TTFT and decode figures, for the messages.
+    ttft_said: Vec<String>,
+    decode_said: Vec<String>,
 }
 
 impl Timing {
@@ -74,7 +75,7 @@ impl Timing {
         assert!(ttft > sent, "ttft {ttft} ms, before the sim sent the first token at {sent} ms");
         self.ttft_errors_ms.push(ttft - sent);
         self.sim_ttft_strays_ms.push((sent - scheduled_ms).abs());
-        self.runs.push(format!("ttft {ttft:.3} ms; sent at {sent:.3} ms, scheduled {scheduled_ms:.3}"));
+        self.ttft_said.push(format!("ttft {ttft:.3} ms; sent at {sent:.3} ms, scheduled {scheduled_ms:.3}"));
     }
 
     /// Decode rate within 0.5 % of the rate the sim's first and last token events were
@@ -87,22 +88,27 @@ impl Timing {
         let rate = decode_tps(run.completion_tokens, run.decode_ms).unwrap();
         self.decode_errors.push(relative_error(rate, truth));
         self.sim_decode_strays_ms.push((last - first - scheduled_ms).abs());
-        self.runs.push(format!("decode {rate:.3} tok/s; sent at {truth:.3}, scheduled {scheduled_tps:.3}; the sim decoded in {:.3} ms, scheduled {scheduled_ms:.3}", last - first));
+        self.decode_said.push(format!("decode {rate:.3} tok/s; sent at {truth:.3}, scheduled {scheduled_tps:.3}; the sim decoded in {:.3} ms, scheduled {scheduled_ms:.3}", last - first));
+    }
+
+    /// The runs whose decode rate is further than the bar from the rate the sim sent at.
+    fn decode_runs_past_the_bar(&self) -> Vec<&str> {
+        self.decode_errors.iter().zip(&self.decode_said).filter(|(e, _)| **e >= DECODE_TOLERANCE).map(|(_, run)| run.as_str()).collect()
     }
 
     /// Every median within its bar.
     fn judge(&self) {
         let bars = [
-            ("client TTFT error (ms)", &self.ttft_errors_ms, TTFT_TOLERANCE_MS),
-            ("the sim's first token off its schedule (ms)", &self.sim_ttft_strays_ms, SIM_SLACK_MS),
-            ("client decode-rate error", &self.decode_errors, DECODE_TOLERANCE),
-            ("the sim's decode span off its schedule (ms)", &self.sim_decode_strays_ms, SIM_SLACK_MS),
+            ("client TTFT error (ms)", &self.ttft_errors_ms, TTFT_TOLERANCE_MS, &self.ttft_said),
+            ("the sim's first token off its schedule (ms)", &self.sim_ttft_strays_ms, SIM_SLACK_MS, &self.ttft_said),
+            ("client decode-rate error", &self.decode_errors, DECODE_TOLERANCE, &self.decode_said),
+            ("the sim's decode span off its schedule (ms)", &self.sim_decode_strays_ms, SIM_SLACK_MS, &self.decode_said),
         ];
-        assert!(!self.runs.is_empty(), "no run was judged");
-        for (what, values, bar) in bars {
+        assert!(!self.ttft_said.is_empty() || !self.decode_said.is_empty(), "no run was judged");
+        for (what, values, bar, said) in bars {
             if !values.is_empty() {
                 let median = median(values);
-                assert!(median < bar, "median {what} {median} over {} runs, bar {bar}:\n{}", values.len(), self.runs.join("\n"));
+                assert!(median < bar, "median {what} {median} over {} runs, bar {bar}:\n{}", values.len(), said.join("\n"));
             }
         }
     }
@@ -307,12 +313,16 @@ fn a_busy_disk_does_not_skew_the_timing_of_concurrent_streams() {
     stop.store(true, Ordering::Relaxed);
     load.join().unwrap();
     assert_eq!(pass.runs.len(), 12);
-    // The skew was in every run that ended while others streamed: the median shows it.
     let mut timing = Timing::default();
     for run in &pass.runs {
         timing.decode(run, 100.0);
     }
     timing.judge();
+    // Beside the median, the runs one by one: the skew was in any run whose stream arrived
+    // while another's record was written. A run past the bar is the odd late wake-up that the
+    // machine makes (1.6 % of runs with the CPUs held awake); three of twelve are not.
+    let past = timing.decode_runs_past_the_bar();
+    assert!(past.len() <= 2, "{} of 12 runs' decode rates past the bar:\n{}", past.len(), past.join("\n"));
 }
 
 #[test]
