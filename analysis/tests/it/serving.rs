@@ -150,7 +150,9 @@ fn steps_at_different_concurrency_never_merge_and_every_row_says_which() {
 ///   512 tokens ÷ 2 E2E.
 ///
 /// Tolerances: TPOT spans 315 ms between two events, each late by well under a millisecond on
-/// loopback (cli/tests/accuracy holds decode to 0.5 %), so 2 %; a single ITL gap is 15 ms and
+/// loopback (cli/tests/accuracy holds decode to 0.5 %), so 2 % at the median; its p99 is the
+/// slowest of 8 runs, where one late wake-up of the machine's shows (seen: a last event 14 ms
+/// late, 5.22 ms a token), so it gets the ITL's kind of bound, 2×; a single ITL gap is 15 ms and
 /// one late event moves it by as much as the lateness, so the median ITL gets 10 % and the
 /// p99 — one of 168 gaps, where the machine's scheduler shows — only a bound of 3× (a
 /// percentile is a tail, not an average); TTFT and E2E get 5 ms for the client's own path
@@ -190,7 +192,7 @@ fn four_streams_on_the_reference_engine_give_the_schedule_s_figures() {
     assert!(itl.p99 < 15.0, "ITL p99 {}", itl.p99);
     let tpot = s.tpot_ms.as_ref().unwrap();
     near(tpot.p50, 5.0, 0.1, "TPOT p50");
-    near(tpot.p99, 5.0, 0.1, "TPOT p99");
+    assert!(tpot.p99 >= tpot.p50 && tpot.p99 < 10.0, "TPOT p99 {} (p50 {})", tpot.p99, tpot.p50);
     let t = s.ttft_ms.as_ref().unwrap();
     assert!(t.p50 >= ttft - 1.0 && t.p50 <= ttft + 5.0, "TTFT p50 {} for {ttft}", t.p50);
     let e2e = s.e2e_ms.as_ref().unwrap();
