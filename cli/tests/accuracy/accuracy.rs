@@ -40,15 +40,6 @@ fn sent_ms(run: &RunRecord) -> (f64, f64) {
     (at("sim_sent_first_token_ms"), at("sim_sent_last_token_ms"))
 }
 
-/// The middle value (the mean of the middle two for an even count).
-fn median(values: &[f64]) -> f64 {
-    assert!(!values.is_empty(), "no runs to judge");
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 { sorted[mid] } else { (sorted[mid - 1] + sorted[mid]) / 2.0 }
-}
-
 /// A test's runs, measured against what the sim did, judged together by [`Timing::judge`].
 #[derive(Default)]
 struct Timing {
@@ -107,7 +98,10 @@ impl Timing {
         assert!(!self.ttft_said.is_empty() || !self.decode_said.is_empty(), "no run was judged");
         for (what, values, bar, said) in bars {
             if !values.is_empty() {
-                let median = median(values);
+                // The median as every figure takes it, which leaves out what is not finite: here
+                // that would be a broken run, not one to leave out.
+                assert!(values.iter().all(|v| v.is_finite()), "{what} not finite:\n{}", said.join("\n"));
+                let median = analysis::summary::median(values).expect("finite values");
                 assert!(median < bar, "median {what} {median} over {} runs, bar {bar}:\n{}", values.len(), said.join("\n"));
             }
         }
