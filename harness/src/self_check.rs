@@ -63,8 +63,9 @@ pub async fn run(http: &reqwest::Client, server: &SelfCheckServer, streams: u32)
         Ok(outcomes)
     };
     // Not counted: a new connection's first request carries its TCP handshake and the
-    // connection's setup in its TTFT (seen: 1.2–1.5 ms against 0.6–0.9 ms for the next request
-    // on loopback), and a pass's measured runs reuse connections its warmups opened.
+    // connection's setup in its TTFT (seen, one stream on loopback: the first request 1.2–4.9 ms
+    // off and the next 0.6–0.9 ms, in 5 checks of 6), and a pass's measured runs reuse the
+    // connections its warmups opened.
     round().await?;
     let mut ttft_errors = Vec::new();
     let mut decode_errors = Vec::new();
