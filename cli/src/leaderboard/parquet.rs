@@ -28,13 +28,15 @@ use analysis::leaderboard::{ColumnType, Row, COLUMNS, COLUMN_TYPES, N_COLUMNS, R
 use anyhow::Context as _;
 use harness::pass::leaderboard_cache::Parts;
 use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
-use ::parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
+use ::parquet::data_type::{DoubleType, Int64Type};
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::Type;
 
 use super::{for_each_pass_prepared, Options, PassRows, Tally};
+
+mod dictionary;
 
 /// The partition columns, in the order of the folders.
 const PARTITIONS: [usize; 2] = [1, 2];
@@ -266,36 +268,32 @@ enum Values {
 }
 
 /// A text column's values: their bytes one after another, each value kept once for a run of
-/// rows that repeat it (a pass's rows repeat their pass id, machine facts, hashes and units),
-/// and for each row the run it is in. The file's values are slices of the one buffer.
+/// rows that repeat it (a pass's rows repeat their pass id, machine facts, hashes and units).
+/// The file's dictionary is made of the runs ([`dictionary`]), not of every value.
 #[derive(Default)]
 struct Texts {
     bytes: Vec<u8>,
-    /// Each run's value, as its range in `bytes`.
-    runs: Vec<(usize, usize)>,
-    /// Each value's run: a partition holds fewer than [`HELD_ROWS`] rows and one pass's, far
-    /// fewer than 2³² runs.
-    values: Vec<u32>,
+    /// Each run: its value, as its range in `bytes`, and how many values it is.
+    runs: Vec<(usize, usize, usize)>,
 }
 
 impl Texts {
     /// `n` values of `text`, after those held.
     fn push(&mut self, text: &str, n: usize) {
-        let same = self.runs.last().is_some_and(|&(start, end)| self.bytes[start..end] == *text.as_bytes());
-        if !same {
-            let start = self.bytes.len();
-            self.bytes.extend_from_slice(text.as_bytes());
-            self.runs.push((start, self.bytes.len()));
+        if let Some((start, end, count)) = self.runs.last_mut() {
+            if self.bytes[*start..*end] == *text.as_bytes() {
+                *count += n;
+                return;
+            }
         }
-        let run = u32::try_from(self.runs.len() - 1).expect("fewer than 2³² rows are held");
-        self.values.extend(std::iter::repeat_n(run, n));
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(text.as_bytes());
+        self.runs.push((start, self.bytes.len(), n));
     }
 
-    /// The values as the writer takes them: slices of one buffer, no text copied.
-    fn into_byte_arrays(self) -> Vec<ByteArray> {
-        let bytes = bytes::Bytes::from(self.bytes);
-        let runs: Vec<ByteArray> = self.runs.iter().map(|&(start, end)| ByteArray::from(bytes.slice(start..end))).collect();
-        self.values.iter().map(|&run| runs[run as usize].clone()).collect()
+    /// The runs as the file's encoder takes them: slices of the one buffer.
+    fn runs(&self) -> Vec<(&[u8], usize)> {
+        self.runs.iter().map(|&(start, end, n)| (&self.bytes[start..end], n)).collect()
     }
 }
 
@@ -421,18 +419,26 @@ fn properties() -> WriterProperties {
 fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
     let file = File::create_new(path)?;
     let mut writer = SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema()?), Arc::new(properties()))?;
+    let descriptors: Vec<_> = writer.schema_descr().columns().to_vec();
     let mut group = writer.next_row_group()?;
     let mut columns = held.columns.into_iter();
-    while let Some(mut column) = group.next_column()? {
-        let held = columns.next().expect("the schema has a field per file column");
+    for (held, descr) in columns.by_ref().zip(descriptors) {
         let defined = Some(held.defined.as_slice());
+        if let Values::Text(texts) = &held.values {
+            let runs = texts.runs();
+            let (chunk, close) = dictionary::text_chunk(descr, &dictionary::TextColumn { defined: &held.defined, runs: &runs })?;
+            group.append_column(&chunk, close)?;
+            continue;
+        }
+        let mut column = group.next_column()?.context("the schema has a field per file column")?;
         match held.values {
-            Values::Text(texts) => column.typed::<ByteArrayType>().write_batch(&texts.into_byte_arrays(), defined, None)?,
+            Values::Text(_) => unreachable!("written above"),
             Values::Integer(values) => column.typed::<Int64Type>().write_batch(&values, defined, None)?,
             Values::Decimal(values) => column.typed::<DoubleType>().write_batch(&values, defined, None)?,
         };
         column.close()?;
     }
+    anyhow::ensure!(columns.next().is_none(), "a column held for no field of the schema");
     group.close()?;
     writer.close()?;
     Ok(())
@@ -479,6 +485,62 @@ mod tests {
         assert_eq!(rows_in(&tmp.path().join("machine=a/engine=x/part-00000.parquet")), 2);
         assert_eq!(rows_in(&tmp.path().join("machine=b/engine=x/part-00001.parquet")), 1);
         assert_eq!(rows_in(&tmp.path().join("machine=b/engine=y/part-00002.parquet")), 1);
+    }
+
+    /// Every text column's values read back as held, by the `parquet` crate's own reader,
+    /// through the patterns the dictionary and its runs must survive: a value on every row,
+    /// one alternating with another row by row (bit-packed), runs of 9 and more (RLE), nulls
+    /// between equal values, 300 distinct values (9-bit indices), and a column with none.
+    #[test]
+    fn text_columns_read_back_as_held() {
+        use ::parquet::file::reader::FileReader as _;
+        let texts: Vec<usize> = file_columns().filter(|&i| COLUMN_TYPES[i] == ColumnType::Text).collect();
+        let cell = |column: usize, r: usize| -> String {
+            match texts.iter().position(|&c| c == column).expect("a text column") % 6 {
+                0 => "same".to_owned(),
+                1 => ["tok/s", "ms"][r % 2].to_owned(),
+                2 => format!("run-{}", r / 9),
+                3 => if r % 3 == 1 { String::new() } else { format!("v{}", r / 5) },
+                4 => format!("distinct-{r}"),
+                _ => String::new(),
+            }
+        };
+        let rows: Vec<Row> = (0..700)
+            .map(|r| {
+                let mut row = row("m", "e", "1.000");
+                for &i in &texts {
+                    row[i] = cell(i, r);
+                }
+                row
+            })
+            .collect();
+        let tmp = tempfile::tempdir().unwrap();
+        let mut dataset = Dataset::new(tmp.path(), 1 << 20).unwrap();
+        hold(&mut dataset, Path::new("pass"), rows.clone()).unwrap();
+        dataset.write_all().unwrap();
+        let path = tmp.path().join("machine=m/engine=e/part-00000.parquet");
+        let reader = ::parquet::file::reader::SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+        let read: Vec<_> = reader.get_row_iter(None).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(read.len(), rows.len());
+        for (r, (row, read)) in rows.iter().zip(&read).enumerate() {
+            let fields: std::collections::HashMap<&str, &::parquet::record::Field> = read.get_column_iter().map(|(n, f)| (n.as_str(), f)).collect();
+            for &i in &texts {
+                let expected = match row[i].as_str() {
+                    "" => ::parquet::record::Field::Null,
+                    text => ::parquet::record::Field::Str(text.to_owned()),
+                };
+                assert_eq!(*fields[COLUMNS[i]], expected, "row {r}, column `{}`", COLUMNS[i]);
+            }
+        }
+        // The statistics a reader skips files by: the least and greatest text, and the nulls.
+        let group = reader.metadata().row_group(0);
+        let stats = |name: &str| group.columns().iter().find(|c| c.column_descr().name() == name).unwrap().statistics().unwrap().clone();
+        let distinct = stats(COLUMNS[texts[4]]);
+        assert_eq!((distinct.min_bytes_opt(), distinct.max_bytes_opt()), (Some(b"distinct-0".as_slice()), Some(b"distinct-99".as_slice())));
+        assert_eq!(distinct.null_count_opt(), Some(0));
+        assert_eq!(stats(COLUMNS[texts[3]]).null_count_opt(), Some(233));
+        let none = stats(COLUMNS[texts[5]]);
+        assert_eq!((none.min_bytes_opt(), none.null_count_opt()), (None, Some(700)));
     }
 
     #[test]
