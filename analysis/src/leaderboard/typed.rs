@@ -108,6 +108,32 @@ impl Texts {
         })
     }
 
+    /// How many runs there are.
+    pub fn n_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Each run's count of values, in order.
+    pub fn counts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.runs.iter().map(|&(_, n)| n)
+    }
+
+    /// The runs of `n` values from the `skip`th value of run `run` on, each cut to them: what
+    /// [`Texts::runs_in`] gives, for a caller that knows which run its range begins in (a
+    /// range late in many runs, not walked from the first).
+    pub fn runs_from(&self, run: usize, skip: usize, n: usize) -> impl Iterator<Item = (&str, usize)> {
+        let mut start = run.checked_sub(1).map_or(0, |i| self.runs[i].0);
+        let (mut skip, mut left) = (skip, n);
+        self.runs[run.min(self.runs.len())..].iter().map_while(move |&(end, count)| {
+            let text = &self.text[start..end];
+            start = end;
+            let taken = (count - skip.min(count)).min(left);
+            skip = 0;
+            left -= taken;
+            (taken > 0).then_some((text, taken))
+        })
+    }
+
     /// Each value, in order.
     pub fn values(&self) -> impl Iterator<Item = &str> {
         self.runs().flat_map(|(text, n)| std::iter::repeat_n(text, n))
@@ -332,6 +358,26 @@ mod tests {
         assert_eq!(TypedRows::decode(&typed.encode()), Some(typed));
         let none = TypedRows::from_rows(&[]).unwrap();
         assert_eq!(TypedRows::decode(&none.encode()), Some(none));
+    }
+
+    /// From any run and any value of it, the same runs as the range walked from the start.
+    #[test]
+    fn runs_from_a_known_run_are_the_ranges_runs() {
+        let mut texts = Texts::default();
+        for v in ["a", "a", "b", "c", "c", "c", "d"] {
+            texts.push(v);
+        }
+        let mut first = 0;
+        for (run, count) in texts.counts().enumerate() {
+            for skip in 0..count {
+                for n in 0..=7 - first - skip {
+                    let start = first + skip;
+                    assert_eq!(texts.runs_from(run, skip, n).collect::<Vec<_>>(), texts.runs_in(start..start + n).collect::<Vec<_>>(), "{run} {skip} {n}");
+                }
+            }
+            first += count;
+        }
+        assert_eq!(texts.runs_from(texts.n_runs(), 0, 0).count(), 0);
     }
 
     #[test]

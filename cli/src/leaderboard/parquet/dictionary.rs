@@ -101,7 +101,6 @@ pub fn text_chunk(descr: ColumnDescPtr, column: &TextColumn<'_>) -> anyhow::Resu
     })?;
     let spec = pages.write_page(data)?;
     pages.close()?;
-    drop(pages);
     compressed += spec.compressed_size as u64;
     uncompressed += spec.uncompressed_size as u64;
     encoding_stats.push(PageEncodingStats { page_type: PageType::DATA_PAGE, encoding, count: 1 });
