@@ -12,7 +12,7 @@
 //! decoded them (column by column, numbers parsed, a run of equal texts kept once), shared by
 //! the partitions they fall in and copied nowhere: when that many wait, the largest partitions
 //! are written out, so a partition's rows may be in several files. A pass whose rows are in
-//! several partitions is kept whole until the last of them is written. Each pass's rows are
+//! several partitions is kept, and counted, whole until the last of them is written. Each pass's rows are
 //! decoded on every core ([`parse_pass`], beside the read of its cache) and held in the
 //! passes' order on one thread; the files are encoded on threads of their own ([`Writer`])
 //! while the rows that follow are held, the text columns by [`dictionary`] from their runs.
@@ -121,7 +121,13 @@ struct Dataset {
     limit: usize,
     /// Rows waiting, by partition.
     held: BTreeMap<Key, Held>,
+    /// The rows of every pass kept for a partition's rows: a pass is in memory whole until
+    /// the last of its partitions is written, so its rows count until then.
     n_held: usize,
+    /// For each pass kept (by its number), its chunks not yet written and its rows.
+    kept: std::collections::HashMap<usize, (usize, usize)>,
+    /// The number the next pass gets.
+    passes: usize,
     /// What has been handed to `writer`; the export's figures once `write_all` returns.
     written: Written,
     partitions: std::collections::BTreeSet<Key>,
@@ -135,6 +141,8 @@ impl Dataset {
             limit,
             held: BTreeMap::new(),
             n_held: 0,
+            kept: Default::default(),
+            passes: 0,
             written: Written::default(),
             partitions: Default::default(),
             writer: Writer::start()?,
@@ -166,16 +174,20 @@ impl Dataset {
                 at.push(start);
             }
         }
+        let number = self.passes;
+        self.passes += 1;
+        self.kept.insert(number, (segments.len(), pass.len()));
+        self.n_held += pass.len();
         for ((key, rows), columns) in segments.into_iter().zip(starts) {
             let held = self.held.entry(key).or_default();
             held.rows += rows.len();
-            self.n_held += rows.len();
-            held.chunks.push(Chunk { pass: Arc::clone(&pass), rows, columns });
+            held.chunks.push(Chunk { pass: Arc::clone(&pass), number, rows, columns });
         }
         Ok(())
     }
 
-    /// The largest partitions written out while [`HELD_ROWS`] rows or more wait: a partition
+    /// The largest partitions written out while the passes kept are [`HELD_ROWS`] rows or
+    /// more: a partition
     /// that gathers many rows gets large files, and small ones wait for more.
     fn write_largest_while_full(&mut self) -> anyhow::Result<()> {
         while self.n_held >= self.limit {
@@ -187,7 +199,14 @@ impl Dataset {
 
     fn write_partition(&mut self, key: &Key) -> anyhow::Result<()> {
         let held = self.held.remove(key).unwrap_or_default();
-        self.n_held -= held.rows;
+        for chunk in &held.chunks {
+            let (left, rows) = self.kept.get_mut(&chunk.number).expect("a held pass is kept");
+            *left -= 1;
+            if *left == 0 {
+                self.n_held -= *rows;
+                self.kept.remove(&chunk.number);
+            }
+        }
         let dir = self.root.join(folder(key)?);
         std::fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
         // Numbered here, in the order the files are handed over: the same passes give the
@@ -286,6 +305,8 @@ struct Held {
 /// A run of one pass's rows in a partition.
 struct Chunk {
     pass: Arc<TypedRows>,
+    /// The pass's number, in the order passes were held.
+    number: usize,
     rows: std::ops::Range<usize>,
     /// Where they begin in each of [`file_columns`], in order.
     columns: Vec<ColumnStart>,
@@ -484,8 +505,8 @@ mod tests {
         reader.metadata().file_metadata().num_rows()
     }
 
-    /// Held 4 rows at most: the largest partition goes out whenever 4 wait, the rest at the
-    /// end; every row is in exactly one file.
+    /// Held 4 rows at most: the largest partition goes out whenever the passes kept are 4 rows,
+    /// the rest at the end; every row is in exactly one file.
     #[test]
     fn held_rows_go_out_largest_partition_first() {
         let tmp = tempfile::tempdir().unwrap();
@@ -493,14 +514,17 @@ mod tests {
         let dir = Path::new("pass");
         hold(&mut dataset, dir, vec![row("a", "x", "1.000"), row("a", "x", "2.000"), row("b", "x", "3.000")]).unwrap();
         assert_eq!(dataset.written.files, 0);
-        // The fourth row: a/x (2 rows, the largest) is written, then b/x and b/y are held.
+        // The fourth row: a/x (2 rows, the largest) is written, but the first pass is kept for
+        // b/x, so its 3 rows still count; then b/y (the last of the largest), which frees the
+        // second pass. b/x is held.
         hold(&mut dataset, dir, vec![row("b", "y", "4.000")]).unwrap();
-        assert_eq!((dataset.written.files, dataset.written.rows, dataset.n_held), (1, 2, 2));
+        assert_eq!((dataset.written.files, dataset.written.rows, dataset.n_held), (2, 3, 3));
         dataset.write_all().unwrap();
         assert_eq!(dataset.written, Written { rows: 4, files: 3, partitions: 3 });
+        assert_eq!(dataset.n_held, 0);
         assert_eq!(rows_in(&tmp.path().join("machine=a/engine=x/part-00000.parquet")), 2);
-        assert_eq!(rows_in(&tmp.path().join("machine=b/engine=x/part-00001.parquet")), 1);
-        assert_eq!(rows_in(&tmp.path().join("machine=b/engine=y/part-00002.parquet")), 1);
+        assert_eq!(rows_in(&tmp.path().join("machine=b/engine=y/part-00001.parquet")), 1);
+        assert_eq!(rows_in(&tmp.path().join("machine=b/engine=x/part-00002.parquet")), 1);
     }
 
     /// Every text column's values read back as held, by the `parquet` crate's own reader,
