@@ -434,6 +434,21 @@ fn properties() -> WriterProperties {
         .build()
 }
 
+/// A number column's values over every chunk, one after another (`of` takes the column's
+/// values as its type).
+fn numbers<'a, T: Copy + 'a>(
+    rows: usize,
+    chunks: impl Iterator<Item = (&'a typed::Values, ColumnStart)>,
+    of: impl Fn(&'a typed::Values) -> Option<&'a Vec<T>>,
+) -> Vec<T> {
+    let mut all = Vec::with_capacity(rows);
+    for (values, start) in chunks {
+        let values = of(values).expect("typed rows hold each column as its type");
+        all.extend_from_slice(&values[start.values.0..start.values.1]);
+    }
+    all
+}
+
 /// One file of a partition's rows, one row group.
 fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
     let file = File::create_new(path)?;
@@ -455,21 +470,13 @@ fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
                 group.append_column(&chunk, close)?;
             }
             ColumnType::Integer => {
-                let mut all = Vec::with_capacity(held.rows);
-                for (values, start) in values {
-                    let typed::Values::Integer(v) = values else { unreachable!("typed rows hold each column as its type") };
-                    all.extend_from_slice(&v[start.values.0..start.values.1]);
-                }
+                let all = numbers(held.rows, values, |v| if let typed::Values::Integer(v) = v { Some(v) } else { None });
                 let mut column = group.next_column()?.context("the schema has a field per file column")?;
                 column.typed::<Int64Type>().write_batch(&all, Some(&levels), None)?;
                 column.close()?;
             }
             ColumnType::Decimal => {
-                let mut all = Vec::with_capacity(held.rows);
-                for (values, start) in values {
-                    let typed::Values::Decimal(v) = values else { unreachable!("typed rows hold each column as its type") };
-                    all.extend_from_slice(&v[start.values.0..start.values.1]);
-                }
+                let all = numbers(held.rows, values, |v| if let typed::Values::Decimal(v) = v { Some(v) } else { None });
                 let mut column = group.next_column()?.context("the schema has a field per file column")?;
                 column.typed::<DoubleType>().write_batch(&all, Some(&levels), None)?;
                 column.close()?;
