@@ -168,6 +168,9 @@ impl Dataset {
             segments.push((key, start..end));
             start = end;
         }
+        if segments.is_empty() {
+            return Ok(());
+        }
         let mut starts = vec![Vec::with_capacity(N_COLUMNS); segments.len()];
         for i in file_columns() {
             for (start, at) in column_starts(&pass, i, segments.iter().map(|(_, rows)| rows.clone())).into_iter().zip(&mut starts) {
@@ -241,19 +244,27 @@ impl Writer {
     fn start() -> anyhow::Result<Writer> {
         let (files, queue) = std::sync::mpsc::sync_channel::<(PathBuf, Held)>(1);
         let queue = Arc::new(std::sync::Mutex::new(queue));
+        // Set by the first thread that fails: the others stop at their next file, and once
+        // every thread has stopped (and dropped `queue`) the caller's next hand-over fails.
+        let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = (0..n)
             .map(|_| {
-                let queue = Arc::clone(&queue);
+                let (queue, failed) = (Arc::clone(&queue), Arc::clone(&failed));
                 std::thread::Builder::new()
                     .name("parquet writer".to_owned())
                     .spawn(move || loop {
                         // The lock is held only to take a file; dropped with the guard's line.
                         let next = queue.lock().map_err(|_| anyhow::anyhow!("a Parquet writer's thread panicked"))?.recv();
-                        // No more files, or an error: the first stops this thread, and once
-                        // every thread has stopped the caller's next hand-over fails.
                         let Ok((path, held)) = next else { return Ok(()) };
-                        write_file(&path, held).with_context(|| format!("writing {}", path.display()))?;
+                        if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                            return Ok(());
+                        }
+                        let written = write_file(&path, held).with_context(|| format!("writing {}", path.display()));
+                        if written.is_err() {
+                            failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return written;
+                        }
                     })
                     .context("starting the Parquet writer's threads")
             })
