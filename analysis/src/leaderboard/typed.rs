@@ -98,8 +98,10 @@ impl Texts {
         self.runs.is_empty()
     }
 
-    /// The runs of values `range` (counted from the first value), each cut to the range.
-    pub fn runs_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&str, usize)> {
+    /// The runs of values `range` (counted from the first value), each cut to the range: walked
+    /// from the first run, the tests' reference for [`Texts::runs_from`], which the export uses.
+    #[cfg(test)]
+    fn runs_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&str, usize)> {
         let mut first = 0;
         self.runs().filter_map(move |(text, n)| {
             let (start, end) = (first.max(range.start), (first + n).min(range.end));
@@ -108,18 +110,13 @@ impl Texts {
         })
     }
 
-    /// How many runs there are.
-    pub fn n_runs(&self) -> usize {
-        self.runs.len()
-    }
-
     /// Each run's count of values, in order.
     pub fn counts(&self) -> impl Iterator<Item = usize> + '_ {
         self.runs.iter().map(|&(_, n)| n)
     }
 
     /// The runs of `n` values from the `skip`th value of run `run` on, each cut to them: what
-    /// [`Texts::runs_in`] gives, for a caller that knows which run its range begins in (a
+    /// `runs_in` gives, for a caller that knows which run its range begins in (a
     /// range late in many runs, not walked from the first).
     pub fn runs_from(&self, run: usize, skip: usize, n: usize) -> impl Iterator<Item = (&str, usize)> {
         let mut start = run.checked_sub(1).map_or(0, |i| self.runs[i].0);
@@ -377,7 +374,7 @@ mod tests {
             }
             first += count;
         }
-        assert_eq!(texts.runs_from(texts.n_runs(), 0, 0).count(), 0);
+        assert_eq!(texts.runs_from(texts.counts().count(), 0, 0).count(), 0);
     }
 
     #[test]
