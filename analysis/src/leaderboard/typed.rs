@@ -35,58 +35,56 @@ pub struct NotANumber {
     pub error: String,
 }
 
-/// Rows column by column.
+/// Rows column by column. Every column's parts are kept in a few vectors shared by all the
+/// columns, not in vectors of each column's own: a fleet's export decodes a cache a pass, and
+/// a handful of allocations a pass (not a few for each of its columns) is most of what
+/// decoding one costs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypedRows {
     rows: usize,
-    /// One for each of [`COLUMNS`], in order.
-    columns: Vec<Column>,
+    /// Every column's definition, `rows` a column, in [`COLUMNS`]' order: whether the row has
+    /// a value.
+    defined: Vec<bool>,
+    /// The text columns' runs' texts, one after another.
+    text: String,
+    /// The text columns' runs: each one's end in `text`, and how many values it is.
+    runs: Vec<(usize, usize)>,
+    integers: Vec<i64>,
+    decimals: Vec<f64>,
+    /// For each of [`COLUMNS`], where its values are: its runs in `runs` (text), or its values
+    /// in `integers` or `decimals`.
+    columns: Vec<std::ops::Range<usize>>,
 }
 
 /// A column: which rows have a value, and the values, nulls left out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Column {
-    pub defined: Vec<bool>,
-    pub values: Values,
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    pub defined: &'a [bool],
+    pub values: Values<'a>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Values {
-    Text(Texts),
-    Integer(Vec<i64>),
-    Decimal(Vec<f64>),
+#[derive(Debug, Clone, Copy)]
+pub enum Values<'a> {
+    Text(Texts<'a>),
+    Integer(&'a [i64]),
+    Decimal(&'a [f64]),
 }
 
 /// A text column's values: each run of equal values kept once.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Texts {
-    /// The runs' texts, one after another.
-    text: String,
+#[derive(Debug, Clone, Copy)]
+pub struct Texts<'a> {
+    /// The texts the runs' ends point into.
+    text: &'a str,
+    /// Where the first run's text begins in `text`.
+    start: usize,
     /// Each run's end in `text`, and how many values it is.
-    runs: Vec<(usize, usize)>,
+    runs: &'a [(usize, usize)],
 }
 
-impl Texts {
-    fn push(&mut self, value: &str) {
-        let start = self.runs.len().checked_sub(2).map_or(0, |i| self.runs[i].0);
-        if let Some(last) = self.runs.last_mut() {
-            if self.text[start..last.0] == *value {
-                last.1 += 1;
-                return;
-            }
-        }
-        self.text.push_str(value);
-        self.runs.push((self.text.len(), 1));
-    }
-
+impl<'a> Texts<'a> {
     /// Each run: its text and how many values it is, in order.
-    pub fn runs(&self) -> impl Iterator<Item = (&str, usize)> {
-        let mut start = 0;
-        self.runs.iter().map(move |&(end, n)| {
-            let text = &self.text[start..end];
-            start = end;
-            (text, n)
-        })
+    pub fn runs(&self) -> impl Iterator<Item = (&'a str, usize)> + 'a {
+        self.runs_from(0, 0, usize::MAX)
     }
 
     /// How many values there are.
@@ -101,7 +99,7 @@ impl Texts {
     /// The runs of values `range` (counted from the first value), each cut to the range: walked
     /// from the first run, the tests' reference for [`Texts::runs_from`], which the export uses.
     #[cfg(test)]
-    fn runs_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&str, usize)> {
+    fn runs_in(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&'a str, usize)> + 'a {
         let mut first = 0;
         self.runs().filter_map(move |(text, n)| {
             let (start, end) = (first.max(range.start), (first + n).min(range.end));
@@ -111,62 +109,87 @@ impl Texts {
     }
 
     /// Each run's count of values, in order.
-    pub fn counts(&self) -> impl Iterator<Item = usize> + '_ {
+    pub fn counts(&self) -> impl Iterator<Item = usize> + 'a {
         self.runs.iter().map(|&(_, n)| n)
     }
 
     /// The runs of `n` values from the `skip`th value of run `run` on, each cut to them: what
     /// `runs_in` gives, for a caller that knows which run its range begins in (a
     /// range late in many runs, not walked from the first).
-    pub fn runs_from(&self, run: usize, skip: usize, n: usize) -> impl Iterator<Item = (&str, usize)> {
-        let mut start = run.checked_sub(1).map_or(0, |i| self.runs[i].0);
+    pub fn runs_from(&self, run: usize, skip: usize, n: usize) -> impl Iterator<Item = (&'a str, usize)> + 'a {
+        let text = self.text;
+        let mut start = run.checked_sub(1).map_or(self.start, |i| self.runs[i].0);
         let (mut skip, mut left) = (skip, n);
         self.runs[run.min(self.runs.len())..].iter().map_while(move |&(end, count)| {
-            let text = &self.text[start..end];
+            let value = &text[start..end];
             start = end;
             let taken = (count - skip.min(count)).min(left);
             skip = 0;
             left -= taken;
-            (taken > 0).then_some((text, taken))
+            (taken > 0).then_some((value, taken))
         })
     }
 
     /// Each value, in order.
-    pub fn values(&self) -> impl Iterator<Item = &str> {
+    pub fn values(&self) -> impl Iterator<Item = &'a str> + 'a {
         self.runs().flat_map(|(text, n)| std::iter::repeat_n(text, n))
     }
 }
 
 impl TypedRows {
-    /// `rows` (as recorded, before the CSV's spreadsheet guard), typed: a field that is not
-    /// its column's type is the error.
-    pub fn from_rows(rows: &[Row]) -> Result<TypedRows, NotANumber> {
-        let mut columns: Vec<Column> = COLUMN_TYPES
-            .iter()
-            .map(|ty| Column {
-                defined: Vec::with_capacity(rows.len()),
-                values: match ty {
-                    ColumnType::Text => Values::Text(Texts::default()),
-                    ColumnType::Integer => Values::Integer(Vec::new()),
-                    ColumnType::Decimal => Values::Decimal(Vec::new()),
-                },
-            })
-            .collect();
-        for row in rows {
-            for (i, (cell, column)) in row.iter().zip(&mut columns).enumerate() {
-                column.defined.push(!cell.is_empty());
-                if cell.is_empty() {
-                    continue;
-                }
-                let not_a_number = |e: &dyn std::fmt::Display| NotANumber { column: i, cell: cell.clone(), error: e.to_string() };
-                match &mut column.values {
-                    Values::Text(texts) => texts.push(cell),
-                    Values::Integer(values) => values.push(cell.parse().map_err(|e| not_a_number(&e))?),
-                    Values::Decimal(values) => values.push(cell.parse().map_err(|e| not_a_number(&e))?),
-                }
+    fn empty(rows: usize) -> TypedRows {
+        TypedRows {
+            rows,
+            defined: Vec::with_capacity(rows * N_COLUMNS),
+            text: String::new(),
+            runs: Vec::new(),
+            integers: Vec::new(),
+            decimals: Vec::new(),
+            columns: Vec::with_capacity(N_COLUMNS),
+        }
+    }
+
+    /// Where the next column's values will begin, in the vector of column type `ty`.
+    fn next_start(&self, ty: ColumnType) -> usize {
+        match ty {
+            ColumnType::Text => self.runs.len(),
+            ColumnType::Integer => self.integers.len(),
+            ColumnType::Decimal => self.decimals.len(),
+        }
+    }
+
+    /// `value` after the text column's values so far, its runs from `first` on: the last run
+    /// where it repeats that run's text.
+    fn push_text(&mut self, first: usize, value: &str) {
+        if let Some(last) = self.runs.len().checked_sub(1).filter(|&l| l >= first) {
+            let start = last.checked_sub(1).map_or(0, |i| self.runs[i].0);
+            if self.text[start..self.runs[last].0] == *value {
+                self.runs[last].1 += 1;
+                return;
             }
         }
-        Ok(TypedRows { rows: rows.len(), columns })
+        self.text.push_str(value);
+        self.runs.push((self.text.len(), 1));
+    }
+
+    /// `rows` (as recorded, before the CSV's spreadsheet guard), typed: a field that is not
+    /// its column's type is the error (of the first column that has one, its first such row).
+    pub fn from_rows(rows: &[Row]) -> Result<TypedRows, NotANumber> {
+        let mut typed = TypedRows::empty(rows.len());
+        for (i, ty) in COLUMN_TYPES.iter().enumerate() {
+            let first = typed.next_start(*ty);
+            typed.defined.extend(rows.iter().map(|row| !row[i].is_empty()));
+            for cell in rows.iter().map(|row| &row[i]).filter(|cell| !cell.is_empty()) {
+                let not_a_number = |e: &dyn std::fmt::Display| NotANumber { column: i, cell: cell.clone(), error: e.to_string() };
+                match ty {
+                    ColumnType::Text => typed.push_text(first, cell),
+                    ColumnType::Integer => typed.integers.push(cell.parse().map_err(|e| not_a_number(&e))?),
+                    ColumnType::Decimal => typed.decimals.push(cell.parse().map_err(|e| not_a_number(&e))?),
+                }
+            }
+            typed.columns.push(first..typed.next_start(*ty));
+        }
+        Ok(typed)
     }
 
     pub fn len(&self) -> usize {
@@ -178,14 +201,24 @@ impl TypedRows {
     }
 
     /// Column `i` of [`COLUMNS`].
-    pub fn column(&self, i: usize) -> &Column {
-        &self.columns[i]
+    pub fn column(&self, i: usize) -> Column<'_> {
+        let range = self.columns[i].clone();
+        let values = match COLUMN_TYPES[i] {
+            ColumnType::Text => Values::Text(Texts {
+                text: &self.text,
+                start: range.start.checked_sub(1).map_or(0, |r| self.runs[r].0),
+                runs: &self.runs[range],
+            }),
+            ColumnType::Integer => Values::Integer(&self.integers[range]),
+            ColumnType::Decimal => Values::Decimal(&self.decimals[range]),
+        };
+        Column { defined: &self.defined[i * self.rows..(i + 1) * self.rows], values }
     }
 
     /// Each row's value of text column `i` (`""` where it has none).
     pub fn texts(&self, i: usize) -> Vec<&str> {
-        let column = &self.columns[i];
-        let Values::Text(texts) = &column.values else { panic!("column `{}` is not text", COLUMNS[i]) };
+        let column = self.column(i);
+        let Values::Text(texts) = column.values else { panic!("column `{}` is not text", COLUMNS[i]) };
         let mut values = texts.values();
         column.defined.iter().map(|&defined| if defined { values.next().expect("a value a defined row") } else { "" }).collect()
     }
@@ -196,7 +229,8 @@ impl TypedRows {
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&rows.to_le_bytes());
-        for column in &self.columns {
+        for i in 0..N_COLUMNS {
+            let column = self.column(i);
             let u32_of = |n: usize| u32::try_from(n).expect("a cache is far smaller than 4 GiB").to_le_bytes();
             out.push(match column.values {
                 Values::Text(_) => 0,
@@ -204,7 +238,7 @@ impl TypedRows {
                 Values::Decimal(_) => 2,
             });
             out.extend(column.defined.iter().map(|&d| u8::from(d)));
-            match &column.values {
+            match column.values {
                 Values::Text(texts) => {
                     out.extend_from_slice(&u32_of(texts.runs.len()));
                     for (text, n) in texts.runs() {
@@ -233,27 +267,39 @@ impl TypedRows {
         if rows.checked_mul(N_COLUMNS)? > input.0.len() {
             return None;
         }
-        let mut columns = Vec::with_capacity(N_COLUMNS);
+        let mut typed = TypedRows::empty(rows);
+        // Each column's values are at most one a row: known before any is read, so that
+        // neither vector grows value by value.
+        let of = |ty| COLUMN_TYPES.iter().filter(|&&t| t == ty).count() * rows;
+        typed.integers.reserve(of(ColumnType::Integer));
+        typed.decimals.reserve(of(ColumnType::Decimal));
         for ty in COLUMN_TYPES {
             let tag = input.take(1)?[0];
-            let defined: Vec<bool> = input
-                .take(rows)?
-                .iter()
-                .map(|&b| match b {
-                    0 => Some(false),
-                    1 => Some(true),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?;
-            let n = defined.iter().filter(|&&d| d).count();
-            let values = match (ty, tag) {
+            let defined = input.take(rows)?;
+            if defined.iter().any(|&b| b > 1) {
+                return None;
+            }
+            typed.defined.extend(defined.iter().map(|&b| b == 1));
+            let n = defined.iter().filter(|&&b| b == 1).count();
+            let first = typed.next_start(ty);
+            match (ty, tag) {
                 (ColumnType::Text, 0) => {
                     let runs = input.u32()? as usize;
                     // Each run has at least one value.
                     if runs > n {
                         return None;
                     }
-                    let mut texts = Texts { text: String::new(), runs: Vec::with_capacity(runs) };
+                    // The runs' lengths first, so that the texts are copied in once.
+                    let (mut ahead, mut bytes) = (Input(input.0), 0usize);
+                    for _ in 0..runs {
+                        ahead.u32()?;
+                        let len = ahead.u32()? as usize;
+                        ahead.take(len)?;
+                        bytes += len;
+                    }
+                    typed.text.reserve(bytes);
+                    typed.runs.reserve(runs);
+                    let mut values = 0usize;
                     for _ in 0..runs {
                         let count = input.u32()? as usize;
                         let len = input.u32()? as usize;
@@ -261,21 +307,21 @@ impl TypedRows {
                         if count == 0 {
                             return None;
                         }
-                        texts.text.push_str(text);
-                        texts.runs.push((texts.text.len(), count));
+                        values = values.checked_add(count)?;
+                        typed.text.push_str(text);
+                        typed.runs.push((typed.text.len(), count));
                     }
-                    if texts.runs.iter().try_fold(0usize, |sum, &(_, c)| sum.checked_add(c))? != n {
+                    if values != n {
                         return None;
                     }
-                    Values::Text(texts)
                 }
-                (ColumnType::Integer, 1) => Values::Integer(input.words(n)?.map(i64::from_le_bytes).collect()),
-                (ColumnType::Decimal, 2) => Values::Decimal(input.words(n)?.map(f64::from_le_bytes).collect()),
+                (ColumnType::Integer, 1) => typed.integers.extend(input.words(n)?.map(i64::from_le_bytes)),
+                (ColumnType::Decimal, 2) => typed.decimals.extend(input.words(n)?.map(f64::from_le_bytes)),
                 _ => return None,
-            };
-            columns.push(Column { defined, values });
+            }
+            typed.columns.push(first..typed.next_start(ty));
         }
-        input.0.is_empty().then_some(TypedRows { rows, columns })
+        input.0.is_empty().then_some(typed)
     }
 }
 
@@ -357,13 +403,27 @@ mod tests {
         assert_eq!(TypedRows::decode(&none.encode()), Some(none));
     }
 
+    /// Rows whose second text column holds `values`, and that column: the first holds others,
+    /// so that its texts begin inside the texts the columns share.
+    fn with_texts(values: &[&str]) -> (TypedRows, usize) {
+        let column = (1..N_COLUMNS).find(|&i| COLUMN_TYPES[i] == ColumnType::Text).unwrap();
+        let rows: Vec<Row> = values
+            .iter()
+            .enumerate()
+            .map(|(r, value)| {
+                let mut row: Row = std::array::from_fn(|_| String::new());
+                (row[0], row[column]) = (format!("id-{r}"), (*value).to_owned());
+                row
+            })
+            .collect();
+        (TypedRows::from_rows(&rows).unwrap(), column)
+    }
+
     /// From any run and any value of it, the same runs as the range walked from the start.
     #[test]
     fn runs_from_a_known_run_are_the_ranges_runs() {
-        let mut texts = Texts::default();
-        for v in ["a", "a", "b", "c", "c", "c", "d"] {
-            texts.push(v);
-        }
+        let (typed, column) = with_texts(&["a", "a", "b", "c", "c", "c", "d"]);
+        let Values::Text(texts) = typed.column(column).values else { unreachable!() };
         let mut first = 0;
         for (run, count) in texts.counts().enumerate() {
             for skip in 0..count {
@@ -379,10 +439,8 @@ mod tests {
 
     #[test]
     fn runs_in_a_range_are_cut_to_it() {
-        let mut texts = Texts::default();
-        for value in ["a", "a", "b", "c", "c", "c"] {
-            texts.push(value);
-        }
+        let (typed, column) = with_texts(&["a", "a", "b", "c", "c", "c"]);
+        let Values::Text(texts) = typed.column(column).values else { unreachable!() };
         let runs = |range| texts.runs_in(range).collect::<Vec<_>>();
         assert_eq!(runs(0..6), [("a", 2), ("b", 1), ("c", 3)]);
         assert_eq!(runs(1..5), [("a", 1), ("b", 1), ("c", 2)]);

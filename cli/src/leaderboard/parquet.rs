@@ -336,7 +336,7 @@ struct ColumnStart {
 /// of the column, however many chunks.
 fn column_starts(pass: &TypedRows, i: usize, chunks: impl Iterator<Item = std::ops::Range<usize>>) -> Vec<ColumnStart> {
     let column = pass.column(i);
-    let counts: Vec<usize> = match &column.values {
+    let counts: Vec<usize> = match column.values {
         typed::Values::Text(texts) => texts.counts().collect(),
         _ => Vec::new(),
     };
@@ -365,14 +365,13 @@ fn column_starts(pass: &TypedRows, i: usize, chunks: impl Iterator<Item = std::o
 }
 
 impl Held {
-    /// Column `i`'s definition levels: 1 where a row has a value, 0 for a null (an empty
-    /// field).
-    fn levels(&self, i: usize) -> Vec<i16> {
-        let mut levels = Vec::with_capacity(self.rows);
+    /// Column `i`'s definition levels, in `levels` (emptied first): 1 where a row has a
+    /// value, 0 for a null (an empty field).
+    fn levels(&self, i: usize, levels: &mut Vec<i16>) {
+        levels.clear();
         for chunk in &self.chunks {
             levels.extend(chunk.pass.column(i).defined[chunk.rows.clone()].iter().map(|&d| i16::from(d)));
         }
-        levels
     }
 }
 
@@ -449,8 +448,8 @@ fn properties() -> WriterProperties {
 /// values as its type).
 fn numbers<'a, T: Copy + 'a>(
     rows: usize,
-    chunks: impl Iterator<Item = (&'a typed::Values, ColumnStart)>,
-    of: impl Fn(&'a typed::Values) -> Option<&'a Vec<T>>,
+    chunks: impl Iterator<Item = (typed::Values<'a>, ColumnStart)>,
+    of: impl Fn(typed::Values<'a>) -> Option<&'a [T]>,
 ) -> Vec<T> {
     let mut all = Vec::with_capacity(rows);
     for (values, start) in chunks {
@@ -466,12 +465,14 @@ fn write_file(path: &Path, held: Held) -> anyhow::Result<()> {
     let mut writer = SerializedFileWriter::new(BufWriter::new(file), Arc::new(schema()?), Arc::new(properties()))?;
     let descriptors: Vec<_> = writer.schema_descr().columns().to_vec();
     let mut group = writer.next_row_group()?;
+    // Made once a file, for every column in turn: a text column has no more runs than rows.
+    let (mut levels, mut runs) = (Vec::with_capacity(held.rows), Vec::<(&[u8], usize)>::with_capacity(held.rows));
     for ((at, i), descr) in file_columns().enumerate().zip(descriptors) {
-        let levels = held.levels(i);
-        let values = held.chunks.iter().map(|chunk| (&chunk.pass.column(i).values, chunk.columns[at]));
+        held.levels(i, &mut levels);
+        let values = held.chunks.iter().map(|chunk| (chunk.pass.column(i).values, chunk.columns[at]));
         match COLUMN_TYPES[i] {
             ColumnType::Text => {
-                let mut runs: Vec<(&[u8], usize)> = Vec::new();
+                runs.clear();
                 for (values, start) in values {
                     let typed::Values::Text(texts) = values else { unreachable!("typed rows hold each column as its type") };
                     let n = start.values.1 - start.values.0;
