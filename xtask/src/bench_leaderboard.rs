@@ -25,6 +25,9 @@ use harness::pass::*;
 
 const ENGINES: [&str; 6] = ["llama.cpp", "vllm", "mlx-lm", "ollama", "lm-studio", "omlx"];
 
+/// The Parquet export's folder in the corpus, the bench's own scratch.
+const EXPORT: &str = "leaderboard-parquet";
+
 /// Above this many passes the previous path is not run (its memory grows with the corpus).
 const MAX_PREVIOUS: usize = 20_000;
 
@@ -60,11 +63,11 @@ pub fn run(args: &[&str]) -> anyhow::Result<()> {
         let line = String::from_utf8(output.stdout)?;
         let [seconds, kib]: [f64; 2] = line.split_whitespace().map(|w| w.parse().unwrap_or(f64::NAN)).collect::<Vec<_>>().try_into().map_err(|_| anyhow::anyhow!("{mode}: {line}"))?;
         if mode == "parquet" {
-            let rows: usize = std::fs::read_to_string(corpus.join("leaderboard-parquet.rows"))?.trim().parse()?;
+            let rows: usize = std::fs::read_to_string(corpus.join(format!("{EXPORT}.rows")))?.trim().parse()?;
             let csv_rows = first.as_ref().map(|csv| csv.iter().filter(|b| **b == b'\n').count() - 1);
             anyhow::ensure!(Some(rows) == csv_rows, "the Parquet export holds {rows} rows, the CSV {csv_rows:?}");
             println!("| {mode} | {n_passes} | {n_runs} | {rows} | {seconds:.2} s | {:.0} MiB |", kib / 1024.0);
-            let _ = std::fs::remove_dir_all(corpus.join("leaderboard-parquet"));
+            let _ = std::fs::remove_dir_all(corpus.join(EXPORT));
             continue;
         }
         let csv = std::fs::read(corpus.join(format!("leaderboard-{mode}.csv")))?;
@@ -86,7 +89,7 @@ fn measure(mode: &str, corpus: &Path, n_passes: usize) -> anyhow::Result<()> {
     let out = corpus.join(format!("leaderboard-{mode}.csv"));
     // The bench's own scratch folder, left by an earlier run cut short: removed before the
     // clock starts, for an export is timed from nothing to its last file.
-    let export = corpus.join("leaderboard-parquet");
+    let export = corpus.join(EXPORT);
     let _ = std::fs::remove_dir_all(&export);
     let started = Instant::now();
     match mode {
@@ -103,7 +106,7 @@ fn measure(mode: &str, corpus: &Path, n_passes: usize) -> anyhow::Result<()> {
         "parquet" => {
             let (tally, written) = benchpass::leaderboard::parquet::write(&dirs, benchpass::leaderboard::Options::default(), &export)?;
             anyhow::ensure!(tally.from_cache == n_passes, "parquet: {} of {n_passes} passes read from their cache", tally.from_cache);
-            std::fs::write(corpus.join("leaderboard-parquet.rows"), written.rows.to_string())?;
+            std::fs::write(corpus.join(format!("{EXPORT}.rows")), written.rows.to_string())?;
         }
         _ => anyhow::bail!("--measure previous, cold, warm or parquet"),
     }

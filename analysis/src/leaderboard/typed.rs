@@ -158,12 +158,16 @@ impl TypedRows {
         }
     }
 
+    /// Where run `r`'s text begins in `text`: where the run before it ends.
+    fn run_start(&self, r: usize) -> usize {
+        r.checked_sub(1).map_or(0, |before| self.runs[before].0)
+    }
+
     /// `value` after the text column's values so far, its runs from `first` on: the last run
     /// where it repeats that run's text.
     fn push_text(&mut self, first: usize, value: &str) {
         if let Some(last) = self.runs.len().checked_sub(1).filter(|&l| l >= first) {
-            let start = last.checked_sub(1).map_or(0, |i| self.runs[i].0);
-            if self.text[start..self.runs[last].0] == *value {
+            if self.text[self.run_start(last)..self.runs[last].0] == *value {
                 self.runs[last].1 += 1;
                 return;
             }
@@ -206,7 +210,7 @@ impl TypedRows {
         let values = match COLUMN_TYPES[i] {
             ColumnType::Text => Values::Text(Texts {
                 text: &self.text,
-                start: range.start.checked_sub(1).map_or(0, |r| self.runs[r].0),
+                start: self.run_start(range.start),
                 runs: &self.runs[range],
             }),
             ColumnType::Integer => Values::Integer(&self.integers[range]),
